@@ -1,0 +1,43 @@
+package dev.onceguard.wire;
+
+/**
+ * Names of the Kafka headers OnceGuard adds to escalated records and to verdict records.
+ * Defined once here; the sidecar writes them and client-java reads them.
+ */
+public final class Headers {
+  private Headers() {}
+
+  /** Common prefix of every OnceGuard header. */
+  public static final String PREFIX = "onceguard-";
+
+  /** {@code ACCEPTED}, {@code DUPLICATE_IGNORE} or {@code ILLEGAL_TRANSITION_ESCALATE}. */
+  public static final String DISPOSITION = PREFIX + "disposition";
+  /** Reason enum name, e.g. {@code KEY_COLLISION}. */
+  public static final String REASON = PREFIX + "reason";
+  /** Layer enum name, e.g. {@code STATE_MACHINE}. */
+  public static final String LAYER = PREFIX + "layer";
+  /** Human-readable detail. */
+  public static final String DETAIL = PREFIX + "detail";
+  /** Entity state when the verdict was taken (absent if unknown). */
+  public static final String CURRENT_STATE = PREFIX + "current-state";
+  /** Entity version when the verdict was taken, decimal. */
+  public static final String CURRENT_VERSION = PREFIX + "current-version";
+  /** States the event may be applied from, comma-separated. */
+  public static final String EXPECTED_FROM = PREFIX + "expected-from";
+  /** Route name. */
+  public static final String ROUTE = PREFIX + "route";
+  /** Entity id, if extracted. */
+  public static final String ENTITY_ID = PREFIX + "entity-id";
+  /** Event name, if extracted. */
+  public static final String EVENT = PREFIX + "event";
+  /** Dedup key (hex SHA-256), if extracted. */
+  public static final String DEDUP_KEY = PREFIX + "dedup-key";
+  /** Topic the record was consumed from. */
+  public static final String ORIGINAL_TOPIC = PREFIX + "original-topic";
+  /** Partition it was consumed from, decimal. */
+  public static final String ORIGINAL_PARTITION = PREFIX + "original-partition";
+  /** Offset it was consumed at, decimal. */
+  public static final String ORIGINAL_OFFSET = PREFIX + "original-offset";
+  /** Time of the verdict, milliseconds since the epoch, decimal. */
+  public static final String TIMESTAMP = PREFIX + "timestamp";
+}

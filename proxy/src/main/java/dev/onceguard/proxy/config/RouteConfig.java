@@ -1,0 +1,61 @@
+package dev.onceguard.proxy.config;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * One route: a consumer group over some topics, the extraction rules, the business target and the
+ * guard's timings. Immutable; built and validated by {@link ConfigReader}.
+ *
+ * @param machine name of the state machine, or {@code null} for an append-only route (L1 + L2 only)
+ * @param entityId where the entity id is; {@code null} without a machine
+ * @param event where the event name is; {@code null} without a machine
+ * @param businessKey fields of the business key, in order; the dedup key is their digest
+ * @param fingerprint fields of the content fingerprint; empty means the whole value (JSON
+ *     canonicalised, {@code fingerprintExclude} removed, or the raw bytes if not JSON)
+ * @param fingerprintExclude JSON pointers removed from the value before fingerprinting
+ * @param mode PUSH (the sidecar calls the business's MessageHandler) or PULL (Deliveries stream)
+ * @param target {@code host:port} of the business's MessageHandler (push mode)
+ * @param escalationTopic where ILLEGAL_TRANSITION_ESCALATE records go
+ * @param verdictTopic optional topic receiving every verdict; {@code null} for none
+ */
+public record RouteConfig(
+    String name,
+    List<String> topics,
+    String group,
+    String machine,
+    FieldSource entityId,
+    FieldSource event,
+    List<FieldSource> businessKey,
+    List<FieldSource> fingerprint,
+    List<String> fingerprintExclude,
+    Mode mode,
+    String target,
+    Duration handlerTimeout,
+    Duration redisTtl,
+    Duration lease,
+    Duration earlyArrivalTimeout,
+    Duration earlyArrivalRetry,
+    String escalationTopic,
+    String verdictTopic,
+    int maxInFlightPerPartition,
+    int maxInFlight,
+    RetryConfig retry) {
+
+  public enum Mode {
+    PUSH,
+    PULL
+  }
+
+  public boolean hasMachine() {
+    return machine != null;
+  }
+
+  /**
+   * Backoff for business RETRY and transport errors, and for store outages.
+   *
+   * @param maxAttempts business attempts before the record counts as rejected; store outages are
+   *     retried without bound (the partition stays paused, nothing is skipped)
+   */
+  public record RetryConfig(Duration initialBackoff, Duration maxBackoff, int maxAttempts) {}
+}

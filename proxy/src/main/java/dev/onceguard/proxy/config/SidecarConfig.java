@@ -1,0 +1,51 @@
+package dev.onceguard.proxy.config;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/** The whole, validated sidecar configuration. Built by {@link ConfigReader}. */
+public record SidecarConfig(
+    String instanceId,
+    String grpcListen,
+    Duration shutdownTimeout,
+    Duration commitInterval,
+    KafkaConfig kafka,
+    MysqlConfig mysql,
+    RedisConfig redis,
+    Map<String, MachineConfig> machines,
+    List<RouteConfig> routes) {
+
+  /**
+   * @param properties extra Kafka client properties, applied to consumers and producers (after
+   *     OnceGuard's own defaults, before the settings OnceGuard must own such as manual commits)
+   */
+  public record KafkaConfig(String bootstrapServers, Map<String, String> properties) {}
+
+  public record MysqlConfig(
+      String host,
+      int port,
+      String database,
+      String user,
+      String password,
+      String tablePrefix,
+      int poolSize,
+      boolean migrateOnStart,
+      Duration decisionRetention) {
+    @Override
+    public String toString() {
+      // never print the password
+      return "MysqlConfig[" + user + "@" + host + ":" + port + "/" + database + ", prefix=" + tablePrefix + ", pool=" + poolSize + "]";
+    }
+  }
+
+  /**
+   * @param uri {@code redis://host:port[/db]}; {@code null} disables L1
+   * @param keyPrefix prepended to every key this sidecar writes
+   */
+  public record RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor) {
+    public boolean enabled() {
+      return uri != null;
+    }
+  }
+}

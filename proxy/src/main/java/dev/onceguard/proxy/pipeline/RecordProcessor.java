@@ -1,0 +1,33 @@
+package dev.onceguard.proxy.pipeline;
+
+import java.util.concurrent.CompletionStage;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+
+/**
+ * Carries one consumed record to its end: forwarded and confirmed, ignored as a duplicate, or
+ * escalated. The Kafka pipeline owns polling, ordering, offsets and commits; the processor owns
+ * the decision (the guard) and the call to the business. One instance per route.
+ *
+ * <p>Threading: {@link #orderingKey} is called on the route's poll thread and must be cheap and
+ * never block. {@link #process} may be called concurrently for records of different ordering
+ * keys; for one ordering key within one partition the pipeline calls it one record at a time, in
+ * offset order, the next only after the previous stage completed.
+ */
+public interface RecordProcessor {
+
+  /**
+   * The key records are serialised on within a partition (the entity id for routes with a
+   * machine). Records with different keys may run concurrently. Never null, never throws: a
+   * record whose key cannot be read gets some stable key of its own (its offset will do).
+   */
+  String orderingKey(ConsumerRecord<byte[], byte[]> record);
+
+  /**
+   * Processes the record. The stage completes normally once the record is finished and its
+   * offset may be committed. It completes exceptionally only when {@code cancel} was triggered
+   * (revocation, shutdown) before the record was finished: then the offset must not be committed
+   * and Kafka will redeliver the record. Transient failures (store down, business down) are
+   * retried inside, with backoff, for as long as it takes; they never complete the stage.
+   */
+  CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel);
+}
