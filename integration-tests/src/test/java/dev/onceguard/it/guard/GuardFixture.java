@@ -1,0 +1,214 @@
+package dev.onceguard.it.guard;
+
+import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.Extraction;
+import dev.onceguard.proxy.extract.Extractor;
+import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.Migrations;
+import dev.onceguard.proxy.store.MysqlGuardStore;
+import dev.onceguard.proxy.store.RedisIdempotencyCache;
+import dev.onceguard.proxy.time.Clock;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import reactor.core.publisher.Mono;
+
+/**
+ * A guard on the machine's real MariaDB and Redis, in a database and a Redis key prefix of its
+ * own (dropped / deleted on close), with a settable clock.
+ */
+final class GuardFixture implements AutoCloseable {
+  static final String HOST = env("ONCEGUARD_MYSQL_HOST", "127.0.0.1");
+  static final int PORT = Integer.parseInt(env("ONCEGUARD_MYSQL_PORT", "3306"));
+  static final String USER = env("ONCEGUARD_MYSQL_USER", "root");
+  static final String PASSWORD = env("ONCEGUARD_MYSQL_PASSWORD", "");
+  static final String REDIS = env("ONCEGUARD_REDIS_URI", "redis://127.0.0.1:6379");
+
+  /** A clock the test moves by hand; starts at the real time. */
+  static final class ManualClock implements Clock {
+    final AtomicLong now = new AtomicLong(System.currentTimeMillis());
+
+    @Override
+    public long nowMillis() {
+      return now.get();
+    }
+
+    void advance(long ms) {
+      now.addAndGet(ms);
+    }
+  }
+
+  final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+  final String redisPrefix = "ogit:" + database + ":";
+  final SidecarConfig config;
+  final ManualClock clock = new ManualClock();
+  final Db db;
+  final MysqlGuardStore store;
+  private final List<Guard> guards = new java.util.ArrayList<>();
+
+  static String env(String k, String def) {
+    String v = System.getenv(k);
+    return v == null || v.isBlank() ? def : v;
+  }
+
+  GuardFixture(String routesAndMachinesYaml) {
+    this(routesAndMachinesYaml, 20);
+  }
+
+  GuardFixture(String routesAndMachinesYaml, int poolSize) {
+    String yaml = "kafka:\n  bootstrap-servers: 127.0.0.1:1\n"
+        + "mysql:\n  host: " + HOST + "\n  port: " + PORT + "\n  user: " + USER + "\n  password: '" + PASSWORD + "'\n"
+        + "  database: " + database + "\n  pool-size: " + poolSize + "\n"
+        + "redis:\n  uri: " + REDIS + "\n  key-prefix: '" + redisPrefix + "'\n  timeout: 200ms\n  breaker-open-for: 1s\n"
+        + routesAndMachinesYaml;
+    config = new ConfigReader(Map.of()).parse(yaml, "fixture");
+    db = new Db(config.mysql());
+    new Migrations(db, config.mysql().tablePrefix()).migrate();
+    store = new MysqlGuardStore(db, config.mysql().tablePrefix());
+  }
+
+  /** A guard (its own owner id) on the shared store, with Redis L1 at {@code redisUri} (null: none). */
+  Guard guard(String owner, String redisUri) {
+    IdempotencyCache cache = redisUri == null ? IdempotencyCache.DISABLED
+        : new RedisIdempotencyCache(new SidecarConfig.RedisConfig(redisUri, config.redis().timeout(), redisPrefix, config.redis().breakerOpenFor()), clock);
+    Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), clock, owner);
+    guards.add(g);
+    return g;
+  }
+
+  Guard guard(String owner) {
+    return guard(owner, REDIS);
+  }
+
+  RouteConfig route(String name) {
+    return config.routes().stream().filter(r -> r.name().equals(name)).findFirst().orElseThrow();
+  }
+
+  Extraction extract(String route, String json) {
+    RouteConfig r = route(route);
+    return new Extractor(r, r.machine() == null ? null : config.machines().get(r.machine()))
+        .extract(null, json == null ? null : json.getBytes(StandardCharsets.UTF_8), new RecordHeaders());
+  }
+
+  ExtractedEvent event(String route, String json) {
+    Extraction x = extract(route, json);
+    if (x instanceof Extraction.Ok ok) {
+      return ok.event();
+    }
+    throw new AssertionError("extraction failed: " + x);
+  }
+
+  /** Deletes every Redis key this fixture's guards wrote (a targeted "flush"). */
+  long flushRedis() {
+    RedisClient c = RedisClient.create(REDIS);
+    try (StatefulRedisConnection<String, String> conn = c.connect()) {
+      RedisCommands<String, String> cmd = conn.sync();
+      long n = 0;
+      ScanCursor cur = ScanCursor.INITIAL;
+      do {
+        var res = cmd.scan(cur, ScanArgs.Builder.matches(redisPrefix + "*").limit(1000));
+        if (!res.getKeys().isEmpty()) {
+          n += cmd.del(res.getKeys().toArray(new String[0]));
+        }
+        cur = res;
+      } while (!cur.isFinished());
+      return n;
+    } finally {
+      c.shutdown();
+    }
+  }
+
+  long scalar(String sql, Object... args) {
+    return db.autocommit(c -> {
+          var st = c.createStatement(sql);
+          for (int i = 0; i < args.length; i++) {
+            st.bind(i, args[i]);
+          }
+          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.map((row, m) -> ((Number) row.get(0)).longValue())));
+        })
+        .block();
+  }
+
+  String string(String sql, Object... args) {
+    return db.autocommit(c -> {
+          var st = c.createStatement(sql);
+          for (int i = 0; i < args.length; i++) {
+            st.bind(i, args[i]);
+          }
+          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.map((row, m) -> String.valueOf(row.get(0)))));
+        })
+        .block();
+  }
+
+  @Override
+  public void close() {
+    guards.forEach(Guard::close);
+    try {
+      db.autocommit(c -> Mono.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute()).then()).block();
+    } finally {
+      db.close();
+      flushRedis();
+    }
+  }
+
+  /** The guards share one store; only the fixture closes it. */
+  private static final class NonClosingStore implements dev.onceguard.proxy.store.GuardStore {
+    private final dev.onceguard.proxy.store.GuardStore d;
+
+    NonClosingStore(dev.onceguard.proxy.store.GuardStore d) {
+      this.d = d;
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<dev.onceguard.proxy.guard.ClaimResult> claim(ClaimCommand cmd) {
+      return d.claim(cmd);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Boolean> confirm(dev.onceguard.proxy.guard.Claim c, long now) {
+      return d.confirm(c, now);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Boolean> abort(dev.onceguard.proxy.guard.Claim c, long now) {
+      return d.abort(c, now);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Boolean> renew(dev.onceguard.proxy.guard.Claim c, long until) {
+      return d.renew(c, until);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Void> recordDecision(dev.onceguard.v1.Verdict v, dev.onceguard.proxy.guard.Source s, long now) {
+      return d.recordDecision(v, s, now);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Long> purgeDecisions(long before) {
+      return d.purgeDecisions(before);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<dev.onceguard.v1.ExplainResponse> explain(String route, String machine, String key, String entity, int limit) {
+      return d.explain(route, machine, key, entity, limit);
+    }
+
+    @Override
+    public void close() {}
+  }
+}

@@ -1,0 +1,514 @@
+package dev.onceguard.it.guard;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.Extraction;
+import dev.onceguard.proxy.guard.Claim;
+import dev.onceguard.proxy.guard.ClaimResult;
+import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.guard.Source;
+import dev.onceguard.proxy.store.Db;
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The guard's layers and the claim/confirm protocol against the real MariaDB and Redis. */
+class GuardIT {
+  static final String CONFIG = """
+      machines:
+        order:
+          states: [created, paid, to_ship, shipped, delivered, cancelled]
+          terminal: [delivered, cancelled]
+          events:
+            create: {to: created}
+            pay: {from: [created], to: paid}
+            prepare: {from: [paid], to: to_ship}
+            ship: {from: [to_ship], to: shipped}
+            deliver: {from: [shipped], to: delivered}
+            cancel: {from: [created, paid, to_ship], to: cancelled}
+      routes:
+        - name: orders
+          topics: [orders]
+          machine: order
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+          fingerprint-exclude: [/message_id, /sent_at]
+          target: 127.0.0.1:1
+          redis-ttl: 1h
+        - name: orders-by-message
+          topics: [orders-m]
+          machine: order
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /message_id]
+          target: 127.0.0.1:1
+        - name: lines-full
+          topics: [lines]
+          business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+        - name: lines-short
+          topics: [lines-s]
+          business-key: [/order_id, /sku_id, /batch_no]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+      """;
+
+  static GuardFixture fx;
+  static final AtomicLong offsets = new AtomicLong();
+
+  @BeforeAll
+  static void setUp() {
+    fx = new GuardFixture(CONFIG, 24);
+  }
+
+  @AfterAll
+  static void tearDown() {
+    fx.close();
+  }
+
+  static String order(String id, String event) {
+    return order(id, event, "W1", "m-" + offsets.incrementAndGet());
+  }
+
+  static String order(String id, String event, String warehouse, String messageId) {
+    return "{\"order_id\":\"" + id + "\",\"event\":\"" + event + "\",\"sku_id\":\"S1\",\"warehouse_id\":\"" + warehouse
+        + "\",\"batch_no\":7,\"message_id\":\"" + messageId + "\",\"qty\":2}";
+  }
+
+  static Source src() {
+    return new Source("orders", 0, offsets.incrementAndGet());
+  }
+
+  static ClaimResult claim(Guard g, String route, String json, Source s) {
+    return g.claim(fx.route(route), fx.event(route, json), s).toCompletableFuture().join();
+  }
+
+  /** Claims and, if accepted, confirms at once (as a business that said OK). */
+  static Verdict apply(Guard g, String route, String json) {
+    ClaimResult r = claim(g, route, json, src());
+    if (r instanceof ClaimResult.Accepted a) {
+      assertThat(g.confirm(fx.route(route), a.claim()).toCompletableFuture().join()).isTrue();
+      return a.verdict();
+    }
+    if (r instanceof ClaimResult.Rejected x) {
+      return x.verdict();
+    }
+    throw new AssertionError("unexpected " + r);
+  }
+
+  static String uniq(String p) {
+    return p + "-" + offsets.incrementAndGet() + "-" + System.nanoTime();
+  }
+
+  /** Creates an order and drives it to {@code state} through the machine. */
+  static String orderIn(Guard g, String state) {
+    String id = uniq("o");
+    List<String> path = List.of("create", "pay", "prepare", "ship", "deliver");
+    List<String> states = List.of("created", "paid", "to_ship", "shipped", "delivered");
+    for (int i = 0; i <= states.indexOf(state); i++) {
+      assertThat(apply(g, "orders", order(id, path.get(i))).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    }
+    return id;
+  }
+
+  String entityState(String id) {
+    return fx.string("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ?", id);
+  }
+
+  long ledgerRows(String route, String dedupKey) {
+    return fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE route = ? AND dedup_key = ?", route, dedupKey);
+  }
+
+  // ------------------------------------------------------------------------- incident 1
+
+  @Test
+  void lateCompensation_afterRedisKeyExpired_isLedgerDuplicate_notAcceptedTwice() {
+    Guard g = fx.guard("late-" + uniq("g"));
+    String id = orderIn(g, "paid");
+    String compensation = order(id, "prepare", "W1", "m-original");
+    assertThat(apply(g, "orders", compensation).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+
+    // while the key lives, L1 answers
+    Verdict cached = apply(g, "orders", order(id, "prepare", "W1", "m-resent-1"));
+    assertThat(cached.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(cached.getReason()).isEqualTo(Reason.CACHE_HIT);
+
+    // nine days later the idempotency key is gone
+    assertThat(fx.flushRedis()).isGreaterThan(0);
+    Verdict late = apply(g, "orders", order(id, "prepare", "W1", "m-resent-9-days-later"));
+    assertThat(late.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(late.getLayer()).isEqualTo(Layer.LEDGER);
+    assertThat(late.getReason()).isEqualTo(Reason.LEDGER_HIT);
+    assertThat(entityState(id)).isEqualTo("to_ship");
+    assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(3);
+  }
+
+  @Test
+  void lateCompensation_withDifferentKeyForAppliedTransition_isAlreadyApplied() {
+    Guard g = fx.guard(uniq("g"));
+    String id = orderIn(g, "shipped");
+    // the upstream re-sent "prepare" as a new fact with a new batch number: the ledger can't know,
+    // the state machine can
+    String resent = order(id, "prepare").replace("\"batch_no\":7", "\"batch_no\":8");
+    Verdict v = apply(g, "orders", resent);
+    assertThat(v.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(v.getReason()).isEqualTo(Reason.ALREADY_APPLIED);
+    assertThat(v.getCurrentState()).isEqualTo("shipped");
+  }
+
+  // ------------------------------------------------------------------------- incident 2
+
+  @Test
+  void underSpecifiedKey_crossWarehousePair_escalatesKeyCollision() {
+    Guard g = fx.guard(uniq("g"));
+    String id = uniq("o");
+    Verdict first = apply(g, "lines-short", order(id, "ship", "W1", "m1"));
+    Verdict second = apply(g, "lines-short", order(id, "ship", "W2", "m2"));
+    assertThat(first.getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(second.getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+    assertThat(second.getReason()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(second.getLayer()).isEqualTo(Layer.LEDGER);
+    // and a true replay of the first is still a plain duplicate
+    fx.flushRedis();
+    Verdict replay = apply(g, "lines-short", order(id, "ship", "W1", "m1-resent"));
+    assertThat(replay.getReason()).isEqualTo(Reason.LEDGER_HIT);
+  }
+
+  @Test
+  void fullKey_crossWarehousePair_bothAccepted() {
+    Guard g = fx.guard(uniq("g"));
+    String id = uniq("o");
+    assertThat(apply(g, "lines-full", order(id, "ship", "W1", "m1")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(g, "lines-full", order(id, "ship", "W2", "m2")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE route = 'lines-full' AND entity_id IS NULL AND business_key LIKE ?",
+        "order_id=" + id + ",%")).isEqualTo(2);
+  }
+
+  // ------------------------------------------------------------------------- incident 3
+
+  /**
+   * Each round: one order in to_ship, N callers with their own connections claim "ship" at the
+   * same instant. Exactly one is accepted and confirmed; all others end as duplicates — for the
+   * same dedup key (the ledger stops them) and for different keys (only the CAS can).
+   */
+  @ParameterizedTest(name = "{0} callers, different keys = {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"4,false", "16,false", "4,true", "16,true"})
+  void concurrentDuplicates_exactlyOneAcceptedPerRound(int callers, boolean differentKeys) throws Exception {
+    int rounds = 200;
+    Guard setup = fx.guard(uniq("setup"), null);
+    List<Guard> guards = new ArrayList<>();
+    for (int i = 0; i < callers; i++) {
+      guards.add(fx.guard(uniq("caller" + i), null)); // no L1: every caller must reach MySQL
+    }
+    String route = differentKeys ? "orders-by-message" : "orders";
+    ExecutorService pool = Executors.newFixedThreadPool(callers);
+    int accepted = 0;
+    int duplicates = 0;
+    List<String> others = new ArrayList<>();
+    try {
+      for (int round = 0; round < rounds; round++) {
+        String id = uniq("c");
+        for (String ev : List.of("create", "pay", "prepare")) {
+          assertThat(apply(setup, route, order(id, ev)).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+        }
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<Verdict>> fs = new ArrayList<>();
+        for (int i = 0; i < callers; i++) {
+          Guard g = guards.get(i);
+          String json = order(id, "ship", "W1", differentKeys ? "m-" + i : "same");
+          int partition = round % 8;
+          fs.add(pool.submit(() -> {
+            go.await();
+            return decide(g, route, json, new Source("orders", partition, offsets.incrementAndGet()));
+          }));
+        }
+        go.countDown();
+        int acc = 0;
+        for (Future<Verdict> f : fs) {
+          Verdict v = f.get(30, TimeUnit.SECONDS);
+          if (v.getDisposition() == Disposition.ACCEPTED) {
+            acc++;
+          } else if (v.getDisposition() == Disposition.DUPLICATE_IGNORE) {
+            duplicates++;
+          } else {
+            others.add(v.getReason() + ": " + v.getDetail());
+          }
+        }
+        assertThat(acc).as("accepted in round %d", round).isEqualTo(1);
+        accepted += acc;
+        assertThat(entityState(id)).isEqualTo("shipped");
+        assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(4);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(others).isEmpty();
+    assertThat(accepted).isEqualTo(rounds);
+    assertThat(duplicates).isEqualTo(rounds * (callers - 1));
+  }
+
+  /** Claims until the verdict is final (waiting out busy entities), confirming an acceptance. */
+  static Verdict decide(Guard g, String route, String json, Source s) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + 20_000;
+    while (true) {
+      ClaimResult r = claim(g, route, json, s);
+      if (r instanceof ClaimResult.Accepted a) {
+        assertThat(g.confirm(fx.route(route), a.claim()).toCompletableFuture().join()).isTrue();
+        return a.verdict();
+      }
+      if (r instanceof ClaimResult.Rejected x) {
+        return x.verdict();
+      }
+      ClaimResult.Wait w = (ClaimResult.Wait) r;
+      if (System.currentTimeMillis() > deadline) {
+        return w.ifTimedOut();
+      }
+      Thread.sleep(2);
+    }
+  }
+
+  // ------------------------------------------------------------------------- order and legality
+
+  @Test
+  void deliveredBeforeShipped_waitsAsEarlyArrival_thenOutOfOrderOnTimeout() {
+    Guard g = fx.guard(uniq("g"));
+    String id = orderIn(g, "to_ship");
+    ClaimResult early = claim(g, "orders", order(id, "deliver"), src());
+    assertThat(early).isInstanceOf(ClaimResult.Wait.class);
+    ClaimResult.Wait w = (ClaimResult.Wait) early;
+    assertThat(w.kind()).isEqualTo(ClaimResult.Wait.Kind.EARLY_ARRIVAL);
+    assertThat(w.ifTimedOut().getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+    assertThat(w.ifTimedOut().getReason()).isEqualTo(Reason.OUT_OF_ORDER);
+    assertThat(w.ifTimedOut().getCurrentState()).isEqualTo("to_ship");
+    assertThat(w.ifTimedOut().getExpectedFromStatesList()).containsExactly("shipped");
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND event = 'deliver'", id)).isZero();
+
+    // once "shipped" arrives, the waiting "deliver" applies: the swap heals
+    assertThat(apply(g, "orders", order(id, "ship")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(g, "orders", order(id, "deliver")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(entityState(id)).isEqualTo("delivered");
+  }
+
+  @Test
+  void eventForEntityNotCreatedYet_isEarlyArrival() {
+    Guard g = fx.guard(uniq("g"));
+    ClaimResult r = claim(g, "orders", order(uniq("ghost"), "pay"), src());
+    assertThat(r).isInstanceOf(ClaimResult.Wait.class);
+    assertThat(((ClaimResult.Wait) r).kind()).isEqualTo(ClaimResult.Wait.Kind.EARLY_ARRIVAL);
+  }
+
+  @Test
+  void transitionFromTerminalState_escalatesIllegalTransition() {
+    Guard g = fx.guard(uniq("g"));
+    String id = orderIn(g, "paid");
+    assertThat(apply(g, "orders", order(id, "cancel")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    Verdict v = apply(g, "orders", order(id, "prepare"));
+    assertThat(v.getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+    assertThat(v.getReason()).isEqualTo(Reason.ILLEGAL_TRANSITION);
+    assertThat(v.getLayer()).isEqualTo(Layer.STATE_MACHINE);
+    assertThat(v.getCurrentState()).isEqualTo("cancelled");
+    assertThat(entityState(id)).isEqualTo("cancelled");
+  }
+
+  @Test
+  void multiFromEvent_recordsTheActualPreviousState() {
+    Guard g = fx.guard(uniq("g"));
+    String id = orderIn(g, "to_ship");
+    ClaimResult r = claim(g, "orders", order(id, "cancel"), src());
+    assertThat(r).isInstanceOf(ClaimResult.Accepted.class);
+    Claim c = ((ClaimResult.Accepted) r).claim();
+    assertThat(c.fromState()).isEqualTo("to_ship");
+    assertThat(fx.string("SELECT from_state FROM og_ledger WHERE route = 'orders' AND dedup_key = ?", c.dedupKey())).isEqualTo("to_ship");
+    // abort restores exactly that state
+    assertThat(g.abort(c).toCompletableFuture().join()).isTrue();
+    assertThat(entityState(id)).isEqualTo("to_ship");
+  }
+
+  // ------------------------------------------------------------------------- bad input
+
+  @Test
+  void badInput_escalatedWithReason_nothingWritten() {
+    long before = fx.scalar("SELECT COUNT(*) FROM og_ledger");
+    Extraction missing = fx.extract("orders", "{\"order_id\":\"x1\",\"event\":\"pay\",\"sku_id\":\"S\",\"batch_no\":1}");
+    Extraction nullField = fx.extract("orders", "{\"order_id\":\"x1\",\"event\":\"pay\",\"sku_id\":\"S\",\"warehouse_id\":null,\"batch_no\":1}");
+    Extraction garbage = fx.extract("orders", "{\"order_id\": \"x1\", oops");
+    Extraction tombstone = fx.extract("orders", null);
+    Extraction unknown = fx.extract("orders", order("x1", "teleport"));
+    assertThat(((Extraction.Failed) missing).reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(((Extraction.Failed) missing).detail()).contains("warehouse_id");
+    assertThat(((Extraction.Failed) nullField).reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(((Extraction.Failed) garbage).reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(((Extraction.Failed) tombstone).reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(((Extraction.Failed) unknown).reason()).isEqualTo(Reason.UNKNOWN_EVENT);
+    assertThat(((Extraction.Failed) unknown).entityId()).isEqualTo("x1");
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger")).isEqualTo(before);
+  }
+
+  // ------------------------------------------------------------------------- Redis outage
+
+  /** The same script of records must get the same dispositions with Redis up, down or flushed. */
+  @Test
+  void redisDownOrFlushed_dispositionsIdenticalToRunWithRedis() {
+    List<Verdict> withRedis = script(fx.guard(uniq("r"), GuardFixture.REDIS), false);
+    List<Verdict> closedPort = script(fx.guard(uniq("nr"), "redis://127.0.0.1:1"), false);
+    List<Verdict> flushed = script(fx.guard(uniq("fr"), GuardFixture.REDIS), true);
+    assertThat(withRedis).hasSize(closedPort.size());
+    for (int i = 0; i < withRedis.size(); i++) {
+      assertThat(closedPort.get(i).getDisposition()).as("record %d", i).isEqualTo(withRedis.get(i).getDisposition());
+      assertThat(flushed.get(i).getDisposition()).as("record %d", i).isEqualTo(withRedis.get(i).getDisposition());
+      assertThat(sameMeaning(closedPort.get(i).getReason(), withRedis.get(i).getReason())).as("record %d", i).isTrue();
+      assertThat(sameMeaning(flushed.get(i).getReason(), withRedis.get(i).getReason())).as("record %d", i).isTrue();
+    }
+    assertThat(withRedis.stream().filter(v -> v.getReason() == Reason.CACHE_HIT)).isNotEmpty();
+    assertThat(closedPort.stream().filter(v -> v.getReason() == Reason.CACHE_HIT)).isEmpty();
+  }
+
+  /** A cache hit and a ledger hit mean the same thing: only the layer that noticed differs. */
+  private static boolean sameMeaning(Reason a, Reason b) {
+    boolean ra = a == Reason.CACHE_HIT || a == Reason.LEDGER_HIT;
+    boolean rb = b == Reason.CACHE_HIT || b == Reason.LEDGER_HIT;
+    return a == b || (ra && rb);
+  }
+
+  private List<Verdict> script(Guard g, boolean flushMidway) {
+    List<Verdict> out = new ArrayList<>();
+    for (int n = 0; n < 20; n++) {
+      String id = uniq("s");
+      out.add(apply(g, "orders", order(id, "create", "W1", "a")));
+      out.add(apply(g, "orders", order(id, "create", "W1", "a-again")));
+      out.add(apply(g, "orders", order(id, "pay", "W1", "b")));
+      if (flushMidway && n == 10) {
+        fx.flushRedis();
+      }
+      out.add(apply(g, "orders", order(id, "pay", "W1", "b-again")));
+      out.add(apply(g, "orders", order(id, "cancel", "W1", "c")));
+      out.add(apply(g, "orders", order(id, "prepare", "W1", "d")));
+      out.add(apply(g, "orders", order(id, "create", "W1", "a-late")));
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------------- abort
+
+  @Test
+  void abortAfterBusinessRejection_restoresEntity_deletesLedgerRow_redriveAccepted() {
+    Guard g = fx.guard(uniq("g"));
+    String id = orderIn(g, "to_ship");
+    String ship = order(id, "ship", "W1", "m-ship");
+    ExtractedEvent e = fx.event("orders", ship);
+    ClaimResult r = claim(g, "orders", ship, src());
+    Claim c = ((ClaimResult.Accepted) r).claim();
+    assertThat(entityState(id)).isEqualTo("shipped");
+    assertThat(g.abort(c).toCompletableFuture().join()).isTrue();
+    assertThat(entityState(id)).isEqualTo("to_ship");
+    assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(3);
+    assertThat(fx.string("SELECT COALESCE(pending_key, 'none') FROM og_entity WHERE entity_id = ?", id)).isEqualTo("none");
+    assertThat(ledgerRows("orders", e.dedupKey())).isZero();
+    // the operator fixed the business and re-drives the same record
+    assertThat(apply(g, "orders", ship).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(entityState(id)).isEqualTo("shipped");
+  }
+
+  @Test
+  void abortOfCreatingEvent_removesEntity() {
+    Guard g = fx.guard(uniq("g"));
+    String id = uniq("o");
+    Claim c = ((ClaimResult.Accepted) claim(g, "orders", order(id, "create"), src())).claim();
+    assertThat(g.abort(c).toCompletableFuture().join()).isTrue();
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_entity WHERE entity_id = ?", id)).isZero();
+  }
+
+  // ------------------------------------------------------------------------- leases
+
+  @Test
+  void leaseExpiry_deadOwnersClaimTakenOver_flaggedRedelivery_liveLeaseNotStolen() {
+    Guard dead = fx.guard(uniq("dead"), null);
+    Guard heir = fx.guard(uniq("heir"), null);
+    String id = orderIn(dead, "to_ship");
+    String ship = order(id, "ship", "W1", "m");
+    Source same = src();
+    Claim first = ((ClaimResult.Accepted) claim(dead, "orders", ship, same)).claim();
+    assertThat(first.redelivery()).isFalse();
+    // the owner "dies" here: never confirms
+
+    // live lease: a copy from another source record is a duplicate in flight ...
+    ClaimResult other = claim(heir, "orders", ship, src());
+    assertThat(((ClaimResult.Rejected) other).verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(((ClaimResult.Rejected) other).verdict().getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    // ... and Kafka's redelivery of the same record waits for the lease, it is never a duplicate
+    ClaimResult redelivered = claim(heir, "orders", ship, same);
+    assertThat(redelivered).isInstanceOf(ClaimResult.Wait.class);
+    assertThat(((ClaimResult.Wait) redelivered).kind()).isEqualTo(ClaimResult.Wait.Kind.OWN_LEASE_LIVE);
+    assertThat(((ClaimResult.Wait) redelivered).retryAtMillis()).isEqualTo(first.leaseUntilMillis());
+
+    fx.clock.advance(fx.route("orders").lease().toMillis() + 1);
+    ClaimResult after = claim(heir, "orders", ship, same);
+    Claim taken = ((ClaimResult.Accepted) after).claim();
+    assertThat(taken.redelivery()).isTrue();
+    assertThat(taken.attempts()).isEqualTo(2);
+    assertThat(taken.owner()).isEqualTo(heir.owner());
+    assertThat(taken.fromState()).isEqualTo("to_ship");
+    // the dead owner can no longer confirm; the heir can
+    assertThat(dead.confirm(fx.route("orders"), first).toCompletableFuture().join()).isFalse();
+    assertThat(heir.confirm(fx.route("orders"), taken).toCompletableFuture().join()).isTrue();
+    assertThat(entityState(id)).isEqualTo("shipped");
+    assertThat(fx.string("SELECT status FROM og_ledger WHERE route = 'orders' AND dedup_key = ?", taken.dedupKey())).isEqualTo("DONE");
+  }
+
+  @Test
+  void renew_extendsLease_soItIsNotTakenOver() {
+    Guard owner = fx.guard(uniq("owner"), null);
+    Guard other = fx.guard(uniq("other"), null);
+    String id = orderIn(owner, "to_ship");
+    String ship = order(id, "ship");
+    Source s = src();
+    Claim c = ((ClaimResult.Accepted) claim(owner, "orders", ship, s)).claim();
+    fx.clock.advance(fx.route("orders").lease().toMillis() - 1000);
+    Claim renewed = owner.renew(fx.route("orders"), c).toCompletableFuture().join();
+    assertThat(renewed).isNotNull();
+    fx.clock.advance(2000); // past the original lease, inside the renewed one
+    assertThat(claim(other, "orders", ship, s)).isInstanceOf(ClaimResult.Wait.class);
+    assertThat(owner.confirm(fx.route("orders"), renewed).toCompletableFuture().join()).isTrue();
+  }
+
+  // ------------------------------------------------------------------------- cost
+
+  @Test
+  void roundTrips_perAcceptedRecord_andPerDuplicate() {
+    Guard g = fx.guard(uniq("rt"), null);
+    String id = orderIn(g, "to_ship");
+    String ship = order(id, "ship", "W1", "m");
+    long t0 = Db.roundTrips();
+    apply(g, "orders", ship);
+    long accepted = Db.roundTrips() - t0;
+    long t1 = Db.roundTrips();
+    apply(g, "orders", order(id, "ship", "W1", "m-again"));
+    long duplicate = Db.roundTrips() - t1;
+    long t2 = Db.roundTrips();
+    apply(g, "orders", order(id, "ship", "W1", "m-different-batch").replace("\"batch_no\":7", "\"batch_no\":9"));
+    long alreadyApplied = Db.roundTrips() - t2;
+    System.out.printf("MySQL round trips: accepted (claim+confirm) = %d, exact duplicate (L1 miss) = %d, already-applied = %d%n",
+        accepted, duplicate, alreadyApplied);
+    assertThat(accepted).isEqualTo(8);
+    assertThat(duplicate).isEqualTo(4);
+    assertThat(alreadyApplied).isEqualTo(5);
+  }
+}

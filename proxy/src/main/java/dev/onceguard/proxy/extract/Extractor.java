@@ -1,0 +1,311 @@
+package dev.onceguard.proxy.extract;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.onceguard.proxy.config.FieldSource;
+import dev.onceguard.proxy.config.MachineConfig;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.v1.Reason;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+
+/**
+ * Reads entity id, event, business key and fingerprint from a record, as one route configures
+ * them. Immutable and thread-safe; the value is parsed at most once per call.
+ *
+ * <p><b>Dedup key.</b> SHA-256 over the canonical business key: for a route with a machine the
+ * event name comes first (so that two events of one entity never share a key even if the
+ * configured fields omit the event), then every configured field in order, each as
+ * {@code len(name) name len(value) value} with 4-byte big-endian lengths of the UTF-8 bytes. The
+ * length prefixes make the encoding unambiguous ({@code ("ab","c")} differs from {@code ("a","bc")}).
+ * A JSON string contributes its text, a number or boolean its JSON text, an object or array its
+ * canonical JSON (keys sorted). A missing or JSON-null field is {@link Reason#MISSING_FIELD}, never
+ * an empty value: two records that both lack a field must not look like duplicates.
+ *
+ * <p><b>Fingerprint.</b> With {@code fingerprint} fields configured: their canonical encoding (a
+ * missing one is recorded as absent). Otherwise the whole value: JSON objects canonicalised with
+ * the {@code fingerprint-exclude} pointers removed, anything else byte for byte. Headers and the
+ * Kafka metadata never count: a re-send with a new message id must fingerprint the same once the
+ * message id is excluded.
+ */
+public final class Extractor {
+  private static final ObjectMapper JSON = JsonMapper.builder().build();
+  private static final ObjectMapper CANONICAL =
+      JsonMapper.builder().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS).build();
+
+  private final RouteConfig route;
+  private final MachineConfig machine;
+  private final boolean needsValue;
+  private final boolean needsKeyJson;
+
+  /** {@code machine} is {@code null} for a route without one. */
+  public Extractor(RouteConfig route, MachineConfig machine) {
+    this.route = route;
+    this.machine = machine;
+    List<FieldSource> all = new ArrayList<>(route.businessKey());
+    all.addAll(route.fingerprint());
+    if (route.entityId() != null) {
+      all.add(route.entityId());
+    }
+    if (route.event() != null) {
+      all.add(route.event());
+    }
+    this.needsValue = all.stream().anyMatch(f -> f instanceof FieldSource.ValuePointer);
+    this.needsKeyJson = all.stream().anyMatch(f -> f instanceof FieldSource.Key k && !k.pointer().isEmpty());
+  }
+
+  /** The entity id alone, cheaply, for ordering; {@code null} if it cannot be read. */
+  public String entityIdOrNull(byte[] key, byte[] value, Headers headers) {
+    if (route.entityId() == null) {
+      return null;
+    }
+    try {
+      Parsed p = new Parsed(key, value, headers);
+      return p.read(route.entityId());
+    } catch (RuntimeException | IOException e) {
+      return null;
+    }
+  }
+
+  public Extraction extract(byte[] key, byte[] value, Headers headers) {
+    Parsed p;
+    try {
+      p = new Parsed(key, value, headers);
+    } catch (IOException e) {
+      return new Extraction.Failed(Reason.MALFORMED, e.getMessage(), null, null);
+    }
+    String entityId = null;
+    String event = null;
+    try {
+      if (route.entityId() != null) {
+        entityId = p.read(route.entityId());
+        if (entityId == null) {
+          return missing(route.entityId(), null, null);
+        }
+        if (entityId.length() > 255) {
+          return new Extraction.Failed(Reason.MALFORMED, "entity id longer than 255 characters", null, null);
+        }
+      }
+      if (route.event() != null) {
+        event = p.read(route.event());
+        if (event == null) {
+          return missing(route.event(), entityId, null);
+        }
+        if (!machine.events().containsKey(event)) {
+          return new Extraction.Failed(
+              Reason.UNKNOWN_EVENT,
+              "event '" + abbreviate(event) + "' is not an event of machine '" + machine.name() + "' (events: " + machine.events().keySet() + ")",
+              entityId,
+              null);
+        }
+      }
+      Canonical keyEnc = new Canonical();
+      StringBuilder readable = new StringBuilder();
+      if (event != null) {
+        keyEnc.add("@event", event);
+      }
+      for (FieldSource f : route.businessKey()) {
+        String v = p.read(f);
+        if (v == null) {
+          return missing(f, entityId, event);
+        }
+        keyEnc.add(f.name(), v);
+        if (readable.length() > 0) {
+          readable.append(", ");
+        }
+        readable.append(f.name()).append('=').append(v);
+      }
+      String fingerprint;
+      if (!route.fingerprint().isEmpty()) {
+        Canonical fp = new Canonical();
+        for (FieldSource f : route.fingerprint()) {
+          String v = p.read(f);
+          fp.add(f.name(), v == null ? "\u0000absent" : v);
+        }
+        fingerprint = fp.digest();
+      } else {
+        fingerprint = p.wholeValueFingerprint(route.fingerprintExclude());
+      }
+      String businessKey = readable.toString();
+      if (businessKey.length() > 2000) {
+        businessKey = businessKey.substring(0, 2000) + "…";
+      }
+      return new Extraction.Ok(new ExtractedEvent(entityId, event, keyEnc.digest(), businessKey, fingerprint));
+    } catch (IOException e) {
+      return new Extraction.Failed(Reason.MALFORMED, e.getMessage(), entityId, event);
+    }
+  }
+
+  private static Extraction missing(FieldSource f, String entityId, String event) {
+    return new Extraction.Failed(Reason.MISSING_FIELD, "field '" + f.name() + "' (" + f.spec() + ") is missing or null", entityId, event);
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() > 64 ? s.substring(0, 64) + "…" : s;
+  }
+
+  /** The record with its value (and key) parsed lazily, once. */
+  private final class Parsed {
+    private final byte[] key;
+    private final byte[] value;
+    private final Headers headers;
+    private JsonNode valueJson;
+    private JsonNode keyJson;
+
+    Parsed(byte[] key, byte[] value, Headers headers) throws IOException {
+      this.key = key;
+      this.value = value;
+      this.headers = headers;
+      if (needsValue) {
+        if (value == null) {
+          throw new IOException("record value is null (tombstone) but the route reads fields from it");
+        }
+        valueJson = parseJson(value, "value");
+      }
+      if (needsKeyJson) {
+        if (key == null) {
+          throw new IOException("record key is null but the route reads fields from it");
+        }
+        keyJson = parseJson(key, "key");
+      }
+    }
+
+    private JsonNode parseJson(byte[] bytes, String what) throws IOException {
+      try {
+        JsonNode n = JSON.readTree(bytes);
+        if (n == null || n.isMissingNode()) {
+          throw new IOException("record " + what + " is empty, expected JSON");
+        }
+        return n;
+      } catch (JsonProcessingException e) {
+        throw new IOException("record " + what + " is not valid JSON: " + e.getOriginalMessage(), e);
+      }
+    }
+
+    /** The field's canonical text, or {@code null} when absent or JSON null. */
+    String read(FieldSource f) throws IOException {
+      if (f instanceof FieldSource.ValuePointer vp) {
+        return text(valueJson.at(vp.pointer()));
+      }
+      if (f instanceof FieldSource.Key k) {
+        if (k.pointer().isEmpty()) {
+          return key == null ? null : new String(key, StandardCharsets.UTF_8);
+        }
+        return text(keyJson.at(k.pointer()));
+      }
+      if (f instanceof FieldSource.Header h) {
+        Header last = headers == null ? null : headers.lastHeader(h.header());
+        return last == null || last.value() == null ? null : new String(last.value(), StandardCharsets.UTF_8);
+      }
+      return ((FieldSource.Constant) f).value();
+    }
+
+    private String text(JsonNode n) throws IOException {
+      if (n == null || n.isMissingNode() || n.isNull()) {
+        return null;
+      }
+      if (n.isTextual()) {
+        return n.asText();
+      }
+      if (n.isValueNode()) {
+        return n.toString();
+      }
+      return canonicalJson(n);
+    }
+
+    String wholeValueFingerprint(List<String> exclude) throws IOException {
+      if (value == null) {
+        return sha256(new byte[0]);
+      }
+      JsonNode n = valueJson;
+      if (n == null) {
+        try {
+          n = JSON.readTree(value);
+        } catch (JsonProcessingException e) {
+          n = null; // not JSON: fingerprint the bytes
+        }
+      }
+      if (n == null || !n.isContainerNode()) {
+        return sha256(value);
+      }
+      JsonNode copy = n.deepCopy();
+      for (String ptr : exclude) {
+        int cut = ptr.lastIndexOf('/');
+        JsonNode parent = copy.at(ptr.substring(0, cut));
+        if (parent instanceof ObjectNode o) {
+          o.remove(ptr.substring(cut + 1).replace("~1", "/").replace("~0", "~"));
+        }
+      }
+      return sha256(canonicalJson(copy).getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  /** JSON with object keys sorted at every level. */
+  static String canonicalJson(JsonNode n) throws IOException {
+    Object plain = toSorted(n);
+    return CANONICAL.writeValueAsString(plain);
+  }
+
+  private static Object toSorted(JsonNode n) {
+    if (n.isObject()) {
+      Map<String, Object> m = new TreeMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        m.put(e.getKey(), toSorted(e.getValue()));
+      }
+      return m;
+    }
+    if (n.isArray()) {
+      List<Object> l = new ArrayList<>();
+      n.forEach(c -> l.add(toSorted(c)));
+      return l;
+    }
+    return n;
+  }
+
+  /** Length-prefixed (name, value) pairs, hashed with SHA-256. */
+  static final class Canonical {
+    private final MessageDigest md = newDigest();
+
+    void add(String name, String value) {
+      put(name.getBytes(StandardCharsets.UTF_8));
+      put(value.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private void put(byte[] b) {
+      md.update(ByteBuffer.allocate(4).putInt(b.length).array());
+      md.update(b);
+    }
+
+    String digest() {
+      return HexFormat.of().formatHex(md.digest());
+    }
+  }
+
+  static String sha256(byte[] bytes) {
+    return HexFormat.of().formatHex(newDigest().digest(bytes));
+  }
+
+  private static MessageDigest newDigest() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is required by the Java platform", e);
+    }
+  }
+}

@@ -1,0 +1,43 @@
+package dev.onceguard.proxy.guard;
+
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.util.Collection;
+
+/** Builds {@link Verdict} messages in one consistent way. */
+public final class Verdicts {
+  private Verdicts() {}
+
+  public static Verdict.Builder base(String route, ExtractedEvent e) {
+    Verdict.Builder b = Verdict.newBuilder().setRoute(route);
+    if (e != null) {
+      b.setDedupKey(e.dedupKey());
+      if (e.entityId() != null) {
+        b.setEntityId(e.entityId());
+      }
+      if (e.event() != null) {
+        b.setEvent(e.event());
+      }
+    }
+    return b;
+  }
+
+  public static Verdict of(Verdict.Builder b, Disposition d, Layer l, Reason r, String detail) {
+    return b.setDisposition(d).setLayer(l).setReason(r).setDetail(detail == null ? "" : detail).build();
+  }
+
+  public static Verdict accepted(String route, ExtractedEvent e, Collection<String> from, String detail) {
+    return of(base(route, e).addAllExpectedFromStates(from), Disposition.ACCEPTED, Layer.STATE_MACHINE, Reason.NONE, detail);
+  }
+
+  public static Verdict duplicate(Verdict.Builder b, Layer l, Reason r, String detail) {
+    return of(b, Disposition.DUPLICATE_IGNORE, l, r, detail);
+  }
+
+  public static Verdict escalate(Verdict.Builder b, Layer l, Reason r, String detail) {
+    return of(b, Disposition.ILLEGAL_TRANSITION_ESCALATE, l, r, detail);
+  }
+}

@@ -1,0 +1,42 @@
+package dev.onceguard.proxy.store;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * L1: remembers confirmed dedup keys to answer replays without the database. Performance only:
+ * implementations fail open — an outage, a timeout or a lost key makes {@link #seen} answer
+ * {@code false} and {@link #remember} do nothing; neither ever completes exceptionally.
+ */
+public interface IdempotencyCache extends AutoCloseable {
+
+  /**
+   * True if the key was confirmed before with this same content fingerprint (and the cache still
+   * has it). A key cached with another fingerprint is not a hit: the ledger must see that record
+   * to escalate the collision (an under-specified key, incident 2), never the cache swallow it.
+   */
+  CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint);
+
+  /** Records a confirmed key for {@code ttl}. Call only after the ledger confirm committed. */
+  CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl);
+
+  @Override
+  void close();
+
+  /** A cache that never hits: L1 disabled. */
+  IdempotencyCache DISABLED = new IdempotencyCache() {
+    @Override
+    public CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint) {
+      return CompletableFuture.completedFuture(false);
+    }
+
+    @Override
+    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl) {
+      return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public void close() {}
+  };
+}

@@ -1,0 +1,125 @@
+package dev.onceguard.proxy.store;
+
+import io.r2dbc.spi.Connection;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Explicit, versioned schema migration. Each version is a list of statements applied once, in
+ * order, recorded in {@code <prefix>schema_version}. Instances starting together serialise on a
+ * named MySQL lock, so exactly one applies each version.
+ *
+ * <p>Table names come from the validated prefix (letters, digits, underscore); no value is ever
+ * concatenated into SQL.
+ */
+public final class Migrations {
+  private static final Logger log = LoggerFactory.getLogger(Migrations.class);
+
+  private final Db db;
+  private final String p;
+
+  public Migrations(Db db, String tablePrefix) {
+    this.db = db;
+    this.p = tablePrefix;
+  }
+
+  /** The schema, one entry per version. Never edit a released entry: append a new one. */
+  List<List<String>> versions() {
+    return List.of(
+        List.of(
+            "CREATE TABLE IF NOT EXISTS " + p + "entity ("
+                + " machine VARCHAR(64) NOT NULL,"
+                + " entity_id VARCHAR(255) NOT NULL,"
+                + " state VARCHAR(64) NOT NULL,"
+                // the state before the pending transition, so that an abort can restore it
+                + " prev_state VARCHAR(64) NULL,"
+                + " version BIGINT NOT NULL,"
+                + " pending_key CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,"
+                + " pending_until BIGINT NULL,"
+                + " updated_at BIGINT NOT NULL,"
+                + " PRIMARY KEY (machine, entity_id)"
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+            "CREATE TABLE IF NOT EXISTS " + p + "ledger ("
+                + " route VARCHAR(64) NOT NULL,"
+                + " dedup_key CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+                + " business_key TEXT NOT NULL,"
+                + " fingerprint CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+                + " entity_id VARCHAR(255) NULL,"
+                + " event VARCHAR(64) NULL,"
+                + " from_state VARCHAR(64) NULL,"
+                + " to_state VARCHAR(64) NULL,"
+                + " status VARCHAR(8) CHARACTER SET ascii NOT NULL,"
+                + " owner VARCHAR(160) NULL,"
+                + " lease_until BIGINT NULL,"
+                + " attempts INT NOT NULL,"
+                + " source_topic VARCHAR(249) NOT NULL,"
+                + " source_partition INT NOT NULL,"
+                + " source_offset BIGINT NOT NULL,"
+                + " created_at BIGINT NOT NULL,"
+                + " completed_at BIGINT NULL,"
+                // the design's UNIQUE(route, dedup_key), as the clustered primary key
+                + " PRIMARY KEY (route, dedup_key),"
+                + " KEY " + p + "ledger_entity (entity_id(64)),"
+                + " KEY " + p + "ledger_done (status, completed_at)"
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+            "CREATE TABLE IF NOT EXISTS " + p + "decision ("
+                + " id BIGINT NOT NULL AUTO_INCREMENT,"
+                + " at_ms BIGINT NOT NULL,"
+                + " route VARCHAR(64) NOT NULL,"
+                + " dedup_key CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,"
+                + " entity_id VARCHAR(255) NULL,"
+                + " event VARCHAR(64) NULL,"
+                + " disposition VARCHAR(32) CHARACTER SET ascii NOT NULL,"
+                + " layer VARCHAR(16) CHARACTER SET ascii NOT NULL,"
+                + " reason VARCHAR(32) CHARACTER SET ascii NOT NULL,"
+                + " detail VARCHAR(1000) NOT NULL,"
+                + " current_state VARCHAR(64) NULL,"
+                + " current_version BIGINT NULL,"
+                + " source_topic VARCHAR(249) NULL,"
+                + " source_partition INT NULL,"
+                + " source_offset BIGINT NULL,"
+                + " PRIMARY KEY (id),"
+                + " KEY " + p + "decision_key (route, dedup_key),"
+                + " KEY " + p + "decision_entity (entity_id(64)),"
+                + " KEY " + p + "decision_at (at_ms)"
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"));
+  }
+
+  /** Applies missing versions; returns the schema version afterwards. */
+  public int migrate() {
+    return db.autocommit(c -> withLock(c, lockedMigrate(c))).block();
+  }
+
+  private Mono<Integer> withLock(Connection c, Mono<Integer> work) {
+    String lock = "onceguard-migrate-" + p;
+    return Db.query(c, "SELECT GET_LOCK(?, 60)", r -> r.get(0, Long.class), lock)
+        .flatMap(got -> {
+          if (got.isEmpty() || got.get(0) == null || got.get(0) != 1L) {
+            return Mono.error(new IllegalStateException("could not take the migration lock '" + lock + "' within 60s"));
+          }
+          return work.flatMap(v -> Db.query(c, "SELECT RELEASE_LOCK(?)", r -> r.get(0, Long.class), lock).thenReturn(v));
+        });
+  }
+
+  private Mono<Integer> lockedMigrate(Connection c) {
+    return Db.exec(c, "CREATE TABLE IF NOT EXISTS " + p + "schema_version (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL) ENGINE=InnoDB")
+        .then(Db.query(c, "SELECT COALESCE(MAX(version), 0) FROM " + p + "schema_version", r -> ((Number) r.get(0)).intValue()))
+        .flatMap(cur -> {
+          int current = cur.get(0);
+          List<List<String>> all = versions();
+          if (current > all.size()) {
+            return Mono.error(new IllegalStateException("database schema version " + current + " is newer than this sidecar knows (" + all.size() + "); upgrade the sidecar"));
+          }
+          return Flux.range(current + 1, all.size() - current)
+              .concatMap(v -> Flux.fromIterable(all.get(v - 1))
+                  .concatMap(sql -> Db.exec(c, sql))
+                  .then(Db.update(c, "INSERT INTO " + p + "schema_version (version, applied_at) VALUES (?, ?)", v, System.currentTimeMillis()))
+                  .doOnSuccess(x -> log.info("applied schema version {} (table prefix '{}')", v, p))
+                  .thenReturn(v))
+              .then(Mono.just(all.size()));
+        });
+  }
+}
