@@ -1,0 +1,216 @@
+package dev.onceguard.proxy.api;
+
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.Extraction;
+import dev.onceguard.proxy.extract.Extractor;
+import dev.onceguard.proxy.guard.Claim;
+import dev.onceguard.proxy.guard.ClaimResult;
+import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.guard.Source;
+import dev.onceguard.proxy.guard.StoreUnavailableException;
+import dev.onceguard.proxy.guard.Verdicts;
+import dev.onceguard.v1.CompleteRequest;
+import dev.onceguard.v1.CompleteResponse;
+import dev.onceguard.v1.ExplainRequest;
+import dev.onceguard.v1.ExplainResponse;
+import dev.onceguard.v1.GuardGrpc;
+import dev.onceguard.v1.HandleResult;
+import dev.onceguard.v1.Header;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.SubmitRequest;
+import dev.onceguard.v1.SubmitResponse;
+import dev.onceguard.v1.Verdict;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.security.SecureRandom;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+
+/**
+ * The synchronous {@code Guard} API: the same guard as the Kafka path, for callers outside Kafka.
+ * Verdicts are response data; transient conditions are status codes — {@code ABORTED} for an
+ * entity that is busy or not yet in a from-state (retry later), {@code UNAVAILABLE} for a store
+ * outage, {@code INVALID_ARGUMENT} for an unknown route, {@code NOT_FOUND} for an unknown or
+ * expired claim token.
+ *
+ * <p>Claim tokens live in this process only; an unfinished claim expires with its lease, after
+ * which a Submit with the same {@code request_id} takes it over (flagged {@code redelivery}).
+ * Thread-safe; handlers never block.
+ */
+public final class GuardService extends GuardGrpc.GuardImplBase {
+  private final Guard guard;
+  private final Map<String, RouteConfig> routes = new HashMap<>();
+  private final Map<String, Extractor> extractors = new HashMap<>();
+  private final Map<String, Claim> claims = new ConcurrentHashMap<>();
+  private final SecureRandom random = new SecureRandom();
+  private final java.util.concurrent.atomic.AtomicLong submits = new java.util.concurrent.atomic.AtomicLong();
+
+  public GuardService(SidecarConfig config, Guard guard) {
+    this.guard = guard;
+    for (RouteConfig r : config.routes()) {
+      routes.put(r.name(), r);
+      extractors.put(r.name(), new Extractor(r, r.machine() == null ? null : config.machines().get(r.machine())));
+    }
+  }
+
+  @Override
+  public void submit(SubmitRequest req, StreamObserver<SubmitResponse> out) {
+    RouteConfig route = routes.get(req.getRoute());
+    if (route == null) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("unknown route '" + req.getRoute() + "' (configured: " + routes.keySet() + ")").asRuntimeException());
+      return;
+    }
+    RecordHeaders hs = new RecordHeaders();
+    for (Header h : req.getHeadersList()) {
+      hs.add(h.getKey(), h.hasValue() ? h.getValue().toByteArray() : null);
+    }
+    Extraction x = extractors.get(route.name()).extract(req.hasKey() ? req.getKey().toByteArray() : null,
+        req.hasValue() ? req.getValue().toByteArray() : null, hs);
+    String requestId = req.getRequestId().isEmpty() ? HexFormat.of().formatHex(token(12)) : req.getRequestId();
+    Source source = Source.api(requestId);
+    if (x instanceof Extraction.Failed f) {
+      Verdict.Builder vb = Verdict.newBuilder().setRoute(route.name());
+      if (f.entityId() != null) {
+        vb.setEntityId(f.entityId());
+      }
+      Verdict v = Verdicts.escalate(vb, Layer.EXTRACT, f.reason(), f.detail());
+      guard.record(v, source);
+      out.onNext(SubmitResponse.newBuilder().setVerdict(v).build());
+      out.onCompleted();
+      return;
+    }
+    ExtractedEvent e = ((Extraction.Ok) x).event();
+    guard.claim(route, e, source).whenComplete((r, err) -> {
+      if (err != null) {
+        out.onError(statusOf(err).asRuntimeException());
+        return;
+      }
+      if (r instanceof ClaimResult.Accepted a) {
+        if (submits.incrementAndGet() % 256 == 0) {
+          // callers that never complete: their claims expire with the lease; forget the tokens
+          long now = guard.clock().nowMillis();
+          claims.values().removeIf(old -> old.leaseUntilMillis() < now && releaseFalse(old));
+        }
+        String t = HexFormat.of().formatHex(token(16));
+        claims.put(t, a.claim());
+        Claim c = a.claim();
+        out.onNext(SubmitResponse.newBuilder().setVerdict(a.verdict()).setClaimToken(t).setLeaseUntilMs(c.leaseUntilMillis())
+            .setFromState(c.fromState() == null ? "" : c.fromState()).setToState(c.toState() == null ? "" : c.toState())
+            .setRedelivery(c.redelivery()).build());
+        out.onCompleted();
+      } else if (r instanceof ClaimResult.Rejected j) {
+        guard.record(j.verdict(), source);
+        out.onNext(SubmitResponse.newBuilder().setVerdict(j.verdict()).build());
+        out.onCompleted();
+      } else {
+        ClaimResult.Wait w = (ClaimResult.Wait) r;
+        String why = switch (w.kind()) {
+          case EARLY_ARRIVAL -> "entity is not in a from-state yet (" + w.ifTimedOut().getDetail() + "); retry later";
+          case ENTITY_BUSY -> "entity has another transition in flight; retry later";
+          case OWN_LEASE_LIVE -> "this request id is still claimed until " + w.retryAtMillis() + " ms since the epoch; retry after it";
+        };
+        out.onError(Status.ABORTED.withDescription(why).asRuntimeException());
+      }
+    });
+  }
+
+  @Override
+  public void complete(CompleteRequest req, StreamObserver<CompleteResponse> out) {
+    Claim c = claims.remove(req.getClaimToken());
+    if (c == null) {
+      out.onError(Status.NOT_FOUND.withDescription("unknown or already completed claim token").asRuntimeException());
+      return;
+    }
+    if (c.leaseUntilMillis() < guard.clock().nowMillis()) {
+      guard.release(c);
+      out.onError(Status.NOT_FOUND.withDescription("claim expired at " + c.leaseUntilMillis() + " ms since the epoch").asRuntimeException());
+      return;
+    }
+    RouteConfig route = routes.get(c.route());
+    Verdict.Builder vb = Verdict.newBuilder().setRoute(c.route()).setDedupKey(c.dedupKey());
+    if (c.entityId() != null) {
+      vb.setEntityId(c.entityId()).setEvent(c.event());
+    }
+    if (req.getOutcome() == HandleResult.Outcome.OK) {
+      guard.confirm(route, c).whenComplete((ok, err) -> {
+        if (err != null) {
+          claims.put(req.getClaimToken(), c); // let the caller retry the Complete
+          out.onError(statusOf(err).asRuntimeException());
+        } else if (!ok) {
+          out.onError(Status.NOT_FOUND.withDescription("claim was taken over after its lease expired").asRuntimeException());
+        } else {
+          out.onNext(CompleteResponse.newBuilder().setVerdict(Verdicts.of(vb.setCurrentState(c.toState() == null ? "" : c.toState()),
+              dev.onceguard.v1.Disposition.ACCEPTED, c.machine() == null ? Layer.LEDGER : Layer.STATE_MACHINE, Reason.NONE, "confirmed")).build());
+          out.onCompleted();
+        }
+      });
+    } else if (req.getOutcome() == HandleResult.Outcome.REJECT) {
+      guard.abort(c).whenComplete((ok, err) -> {
+        if (err != null) {
+          claims.put(req.getClaimToken(), c);
+          out.onError(statusOf(err).asRuntimeException());
+        } else if (!ok) {
+          out.onError(Status.NOT_FOUND.withDescription("claim was taken over after its lease expired").asRuntimeException());
+        } else {
+          Verdict v = Verdicts.escalate(vb.setCurrentState(c.fromState() == null ? "" : c.fromState()), Layer.BUSINESS, Reason.BUSINESS_REJECTED,
+              req.getMessage().isEmpty() ? "rejected by the caller" : req.getMessage());
+          guard.record(v, c.source());
+          out.onNext(CompleteResponse.newBuilder().setVerdict(v).build());
+          out.onCompleted();
+        }
+      });
+    } else {
+      claims.put(req.getClaimToken(), c);
+      out.onError(Status.INVALID_ARGUMENT.withDescription("outcome must be OK or REJECT").asRuntimeException());
+    }
+  }
+
+  @Override
+  public void explain(ExplainRequest req, StreamObserver<ExplainResponse> out) {
+    RouteConfig route = routes.get(req.getRoute());
+    if (route == null) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("unknown route '" + req.getRoute() + "'").asRuntimeException());
+      return;
+    }
+    if (req.getSubjectCase() == ExplainRequest.SubjectCase.SUBJECT_NOT_SET) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("give a dedup_key or an entity_id").asRuntimeException());
+      return;
+    }
+    String key = req.hasDedupKey() ? req.getDedupKey() : null;
+    String entity = req.hasEntityId() ? req.getEntityId() : null;
+    guard.explain(route, key, entity, (int) req.getLimit()).whenComplete((r, err) -> {
+      if (err != null) {
+        out.onError(statusOf(err).asRuntimeException());
+      } else {
+        out.onNext(r);
+        out.onCompleted();
+      }
+    });
+  }
+
+  private boolean releaseFalse(Claim c) {
+    guard.release(c);
+    return true;
+  }
+
+  private byte[] token(int bytes) {
+    byte[] b = new byte[bytes];
+    random.nextBytes(b);
+    return b;
+  }
+
+  private static Status statusOf(Throwable err) {
+    Throwable t = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+    if (t instanceof StoreUnavailableException) {
+      return Status.UNAVAILABLE.withDescription(t.getMessage());
+    }
+    return Status.INTERNAL.withDescription(t.toString());
+  }
+}

@@ -1,0 +1,115 @@
+package dev.onceguard.proxy.escalate;
+
+import dev.onceguard.v1.Verdict;
+import dev.onceguard.wire.Headers;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Writes escalated records (and, optionally, every verdict) to Kafka through one idempotent
+ * producer ({@code acks=all}, {@code enable.idempotence=true}). The stage completes only when
+ * the broker acknowledged the write: the caller commits the source offset after that, never
+ * before. Thread-safe; one per sidecar; owns its producer.
+ */
+public final class Escalator implements AutoCloseable {
+  private final KafkaProducer<byte[], byte[]> producer;
+
+  public Escalator(String bootstrapServers, Map<String, String> userProperties, String clientId) {
+    Properties p = new Properties();
+    p.putAll(userProperties);
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+    p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+    p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");
+    this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+
+  /**
+   * Copies {@code source} (key, value, headers) to {@code topic} with the verdict's
+   * {@code onceguard-*} headers appended. Completes exceptionally if the write failed; the caller
+   * retries.
+   */
+  public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis) {
+    List<Header> hs = new ArrayList<>();
+    source.headers().forEach(hs::add);
+    add(hs, Headers.DISPOSITION, v.getDisposition().name());
+    add(hs, Headers.REASON, v.getReason().name());
+    add(hs, Headers.LAYER, v.getLayer().name());
+    add(hs, Headers.DETAIL, v.getDetail());
+    add(hs, Headers.ROUTE, v.getRoute());
+    if (!v.getCurrentState().isEmpty()) {
+      add(hs, Headers.CURRENT_STATE, v.getCurrentState());
+      add(hs, Headers.CURRENT_VERSION, Long.toString(v.getCurrentVersion()));
+    }
+    if (v.getExpectedFromStatesCount() > 0) {
+      add(hs, Headers.EXPECTED_FROM, String.join(",", v.getExpectedFromStatesList()));
+    }
+    if (!v.getEntityId().isEmpty()) {
+      add(hs, Headers.ENTITY_ID, v.getEntityId());
+    }
+    if (!v.getEvent().isEmpty()) {
+      add(hs, Headers.EVENT, v.getEvent());
+    }
+    if (!v.getDedupKey().isEmpty()) {
+      add(hs, Headers.DEDUP_KEY, v.getDedupKey());
+    }
+    add(hs, Headers.ORIGINAL_TOPIC, source.topic());
+    add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
+    add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
+    add(hs, Headers.TIMESTAMP, Long.toString(nowMillis));
+    return send(new ProducerRecord<>(topic, null, source.key(), source.value(), hs));
+  }
+
+  /** Publishes a verdict (protobuf-encoded {@link Verdict}, keyed by dedup key or entity). */
+  public CompletionStage<Void> publishVerdict(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v) {
+    String key = !v.getDedupKey().isEmpty() ? v.getDedupKey() : source.topic() + "/" + source.partition() + "@" + source.offset();
+    List<Header> hs = new ArrayList<>();
+    add(hs, Headers.DISPOSITION, v.getDisposition().name());
+    add(hs, Headers.REASON, v.getReason().name());
+    add(hs, Headers.ORIGINAL_TOPIC, source.topic());
+    add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
+    add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
+    return send(new ProducerRecord<>(topic, null, key.getBytes(StandardCharsets.UTF_8), v.toByteArray(), hs));
+  }
+
+  private CompletionStage<Void> send(ProducerRecord<byte[], byte[]> rec) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    try {
+      producer.send(rec, (md, e) -> {
+        if (e != null) {
+          done.completeExceptionally(e);
+        } else {
+          done.complete(null);
+        }
+      });
+    } catch (RuntimeException e) {
+      done.completeExceptionally(e);
+    }
+    return done;
+  }
+
+  private static void add(List<Header> hs, String k, String v) {
+    hs.add(new RecordHeader(k, v.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  @Override
+  public void close() {
+    producer.close(java.time.Duration.ofSeconds(10));
+  }
+}

@@ -1,0 +1,414 @@
+package dev.onceguard.proxy.guard;
+
+import dev.onceguard.proxy.config.MachineConfig;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.dispatch.Backoff;
+import dev.onceguard.proxy.dispatch.DispatchResult;
+import dev.onceguard.proxy.dispatch.Dispatcher;
+import dev.onceguard.proxy.escalate.Escalator;
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.Extraction;
+import dev.onceguard.proxy.extract.Extractor;
+import dev.onceguard.proxy.pipeline.Cancellation;
+import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
+import dev.onceguard.proxy.pipeline.Deliveries;
+import dev.onceguard.proxy.pipeline.DeliveryIds;
+import dev.onceguard.proxy.pipeline.RecordProcessor;
+import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.time.Scheduler;
+import dev.onceguard.v1.Delivery;
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The claim/confirm protocol for one consumed record, in one place (DESIGN.md, "Processing one
+ * record"):
+ *
+ * <ol>
+ *   <li><b>extract</b> — unreadable input is escalated (MALFORMED / MISSING_FIELD / UNKNOWN_EVENT);
+ *   <li><b>L1, claim</b> — through the {@link Guard}; a duplicate ends here, an illegal transition
+ *       is escalated, an early arrival or a busy entity waits (per entity, without blocking other
+ *       entities) up to {@code early-arrival-timeout}, then is escalated as OUT_OF_ORDER; a
+ *       redelivery of a record still leased by a dead owner waits for the lease and takes over;
+ *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
+ *       renewed while the call and its retries run; RETRY backs off with jitter up to
+ *       {@code retry.max-attempts}, then counts as a rejection;
+ *   <li><b>confirm</b> on OK (retried until the database takes it; never forwarded again), or
+ *       <b>abort</b> on REJECT then escalate as BUSINESS_REJECTED.
+ * </ol>
+ *
+ * A store outage never becomes a verdict: the step is retried with backoff and the record stays
+ * unfinished, so its partition fills its in-flight bound and pauses, and no offset passes it.
+ * Escalations complete only once Kafka acknowledged the write.
+ *
+ * <p>Threading: {@link #process} never blocks; steps continue on the stores', the dispatcher's
+ * and the scheduler's threads. Thread-safe; one instance per route.
+ */
+public final class GuardedProcessor implements RecordProcessor {
+  private static final Logger log = LoggerFactory.getLogger(GuardedProcessor.class);
+
+  private final RouteConfig route;
+  private final Extractor extractor;
+  private final Guard guard;
+  private final Dispatcher dispatcher;
+  private final Escalator escalator;
+  private final Scheduler scheduler;
+  private final Clock clock;
+  private final Backoff backoff;
+  private final DeliveryIds ids;
+  private final VerdictListener listener;
+  private final AtomicLong storeFailures = new AtomicLong();
+
+  /** Uses and does not own any of its collaborators. */
+  public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, Escalator escalator,
+      Scheduler scheduler, Backoff backoff, DeliveryIds ids, VerdictListener listener) {
+    this.route = route;
+    this.extractor = new Extractor(route, machine);
+    this.guard = guard;
+    this.dispatcher = dispatcher;
+    this.escalator = escalator;
+    this.scheduler = scheduler;
+    this.clock = guard.clock();
+    this.backoff = backoff;
+    this.ids = ids;
+    this.listener = listener;
+  }
+
+  /**
+   * The entity id (records of one entity run one at a time, in order); without a machine, or
+   * when the id cannot be read, the Kafka key, else the record's own coordinates.
+   */
+  @Override
+  public String orderingKey(ConsumerRecord<byte[], byte[]> r) {
+    String id = extractor.entityIdOrNull(r.key(), r.value(), r.headers());
+    if (id != null) {
+      return "e:" + id;
+    }
+    if (r.key() != null) {
+      return "k:" + new String(r.key(), StandardCharsets.ISO_8859_1);
+    }
+    return "o:" + r.partition() + "@" + r.offset();
+  }
+
+  @Override
+  public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel) {
+    Run run = new Run(record, cancel);
+    run.start();
+    return run.done;
+  }
+
+  /** Store failures seen so far (each retried). */
+  public long storeFailures() {
+    return storeFailures.get();
+  }
+
+  /** One record's way through the protocol. Steps run one at a time; no field is shared. */
+  private final class Run {
+    final ConsumerRecord<byte[], byte[]> record;
+    final Cancellation cancel;
+    final Source source;
+    final CompletableFuture<Void> done = new CompletableFuture<>();
+    ExtractedEvent event;
+    long waitingSince = -1;
+    int storeRetries;
+
+    Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel) {
+      this.record = record;
+      this.cancel = cancel;
+      this.source = new Source(record.topic(), record.partition(), record.offset());
+    }
+
+    String where() {
+      return "route=" + route.name() + " " + source + (event == null ? "" : " key=" + event.dedupKey().substring(0, 12));
+    }
+
+    void start() {
+      Extraction x = extractor.extract(record.key(), record.value(), record.headers());
+      if (x instanceof Extraction.Failed f) {
+        Verdict.Builder vb = Verdict.newBuilder().setRoute(route.name());
+        if (f.entityId() != null) {
+          vb.setEntityId(f.entityId());
+        }
+        if (f.event() != null) {
+          vb.setEvent(f.event());
+        }
+        finish(Verdicts.escalate(vb, Layer.EXTRACT, f.reason(), f.detail()), false);
+        return;
+      }
+      event = ((Extraction.Ok) x).event();
+      claim();
+    }
+
+    boolean stopIfCancelled() {
+      if (cancel.isCancelled()) {
+        done.completeExceptionally(new CancelledException(where()));
+        return true;
+      }
+      return false;
+    }
+
+    void claim() {
+      if (stopIfCancelled()) {
+        return;
+      }
+      guard.claim(route, event, source).whenComplete((r, e) -> {
+        if (e != null) {
+          storeTrouble("claim", e, this::claim);
+          return;
+        }
+        storeRetries = 0;
+        if (r instanceof ClaimResult.Accepted a) {
+          new Forward(a.claim(), a.verdict()).attempt(1);
+        } else if (r instanceof ClaimResult.Rejected j) {
+          finish(j.verdict(), false);
+        } else {
+          waitThenClaim((ClaimResult.Wait) r);
+        }
+      });
+    }
+
+    void waitThenClaim(ClaimResult.Wait w) {
+      long now = clock.nowMillis();
+      if (w.kind() == ClaimResult.Wait.Kind.OWN_LEASE_LIVE) {
+        // Kafka redelivered a record a dead owner still holds: wait for its lease, then take over
+        log.info("{}: record still leased by an earlier owner; taking over in {} ms", where(), Math.max(0, w.retryAtMillis() - now));
+        later(Duration.ofMillis(Math.max(10, w.retryAtMillis() - now + 5)), this::claim);
+        return;
+      }
+      if (waitingSince < 0) {
+        waitingSince = now;
+      }
+      if (now - waitingSince >= route.earlyArrivalTimeout().toMillis()) {
+        finish(w.ifTimedOut(), false);
+        return;
+      }
+      later(route.earlyArrivalRetry(), this::claim);
+    }
+
+    void storeTrouble(String step, Throwable e, Runnable retry) {
+      storeFailures.incrementAndGet();
+      Duration d = backoff.delay(++storeRetries);
+      if (Integer.bitCount(storeRetries) == 1) {
+        log.warn("{}: {} failed ({}); the record stays unfinished, retrying in {} ms (retry {})",
+            where(), step, rootMessage(e), d.toMillis(), storeRetries);
+      }
+      later(d, retry);
+    }
+
+    void later(Duration d, Runnable step) {
+      scheduler.delay(d).whenComplete((v, e) -> {
+        if (e != null) {
+          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+        } else {
+          step.run();
+        }
+      });
+    }
+
+    /** Escalates if needed, records the decision, tells the listener, then completes. */
+    void finish(Verdict v, boolean forwarded) {
+      if (v.getDisposition() == Disposition.ILLEGAL_TRANSITION_ESCALATE) {
+        escalate(v);
+        return;
+      }
+      complete(v, forwarded);
+    }
+
+    void escalate(Verdict v) {
+      if (stopIfCancelled()) {
+        return;
+      }
+      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis()).whenComplete((x, e) -> {
+        if (e != null) {
+          storeTrouble("escalation to " + route.escalationTopic(), e, () -> escalate(v));
+          return;
+        }
+        log.info("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.escalationTopic());
+        complete(v, false);
+      });
+    }
+
+    void complete(Verdict v, boolean forwarded) {
+      if (v.getDisposition() != Disposition.ACCEPTED) {
+        guard.record(v, source);
+      }
+      Supplier<CompletionStage<Void>> publish = () -> route.verdictTopic() == null
+          ? CompletableFuture.completedFuture(null)
+          : escalator.publishVerdict(route.verdictTopic(), record, v);
+      publish.get().whenComplete((x, e) -> {
+        if (e != null) {
+          storeTrouble("verdict publish to " + route.verdictTopic(), e, () -> complete(v, forwarded));
+          return;
+        }
+        try {
+          listener.onVerdict(record, v, forwarded);
+        } catch (RuntimeException le) {
+          log.warn("verdict listener failed: {}", le.toString());
+        }
+        done.complete(null);
+      });
+    }
+
+    /** Forwarding one accepted claim: attempts, lease renewal, confirm or abort. */
+    final class Forward {
+      Claim claim;
+      final Verdict accepted;
+      /** Lease renewals run while a call or a backoff is in progress. */
+      CompletableFuture<Void> renewTimer;
+      volatile boolean lost;
+
+      Forward(Claim claim, Verdict accepted) {
+        this.claim = claim;
+        this.accepted = accepted;
+      }
+
+      void attempt(int n) {
+        if (cancel.isCancelled() || lost) {
+          abandon();
+          return;
+        }
+        Delivery d = Deliveries.fromRecord(route.name(), record)
+            .setEntityId(nz(claim.entityId()))
+            .setEvent(nz(claim.event()))
+            .setFromState(nz(claim.fromState()))
+            .setToState(nz(claim.toState()))
+            .setDedupKey(claim.dedupKey())
+            .setBusinessKey(claim.businessKey())
+            .setAttempt(n)
+            .setRedelivery(claim.redelivery() || claim.attempts() > 1)
+            .setDeliveryId(ids.next())
+            .build();
+        scheduleRenewal();
+        dispatcher.dispatch(d, route.handlerTimeout()).whenComplete((res, e) -> {
+          if (e != null) {
+            res = DispatchResult.retry("dispatcher failed: " + e);
+          }
+          onResult(n, res);
+        });
+      }
+
+      void onResult(int n, DispatchResult res) {
+        switch (res.kind()) {
+          case OK -> {
+            stopRenewal();
+            confirm();
+          }
+          case REJECT -> {
+            stopRenewal();
+            abort("business rejected it at attempt " + n + ": " + res.message());
+          }
+          case RETRY -> {
+            if (n >= route.retry().maxAttempts()) {
+              stopRenewal();
+              abort("business did not apply it after " + n + " attempts; last: " + res.message());
+              return;
+            }
+            Duration wait = backoff.delay(n);
+            if (res.retryAfter().compareTo(wait) > 0) {
+              wait = res.retryAfter();
+            }
+            if (Integer.bitCount(n) == 1) {
+              log.warn("{}: attempt {} not applied ({}); retrying in {} ms", where(), n, res.message(), wait.toMillis());
+            }
+            later(wait, () -> attempt(n + 1));
+          }
+        }
+      }
+
+      void scheduleRenewal() {
+        if (renewTimer != null) {
+          return;
+        }
+        Duration every = route.lease().dividedBy(3);
+        CompletableFuture<Void> t = scheduler.delay(every).toCompletableFuture();
+        renewTimer = t;
+        t.whenComplete((v, e) -> {
+          if (e != null || renewTimer != t) {
+            return;
+          }
+          guard.renew(route, claim).whenComplete((c, err) -> {
+            if (err == null && c == null) {
+              lost = true;
+              log.warn("{}: lease lost while forwarding (taken over by another owner)", where());
+            } else if (err == null) {
+              claim = c;
+            }
+            if (renewTimer == t) {
+              renewTimer = null;
+              scheduleRenewal();
+            }
+          });
+        });
+      }
+
+      void stopRenewal() {
+        CompletableFuture<Void> t = renewTimer;
+        renewTimer = null;
+        if (t != null) {
+          t.cancel(false);
+        }
+      }
+
+      void confirm() {
+        guard.confirm(route, claim).whenComplete((ok, e) -> {
+          if (e != null) {
+            // never forward again for it: only the confirm is retried
+            storeTrouble("confirm", e, this::confirm);
+            return;
+          }
+          storeRetries = 0;
+          complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
+              "claim was taken over by another owner while forwarding; it confirms"), ok);
+        });
+      }
+
+      void abort(String why) {
+        guard.abort(claim).whenComplete((ok, e) -> {
+          if (e != null) {
+            storeTrouble("abort", e, () -> abort(why));
+            return;
+          }
+          storeRetries = 0;
+          Verdict.Builder vb = Verdicts.base(route.name(), event).setCurrentState(nz(claim.fromState()));
+          finish(Verdicts.escalate(vb, Layer.BUSINESS, Reason.BUSINESS_REJECTED, why), false);
+        });
+      }
+
+      /** Cancelled or lost mid-way: leave the claim to its lease; Kafka redelivers the record. */
+      void abandon() {
+        stopRenewal();
+        guard.release(claim);
+        if (lost && !cancel.isCancelled()) {
+          complete(Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
+              "claim was taken over by another owner while forwarding"), false);
+          return;
+        }
+        done.completeExceptionally(new CancelledException(where()));
+      }
+    }
+  }
+
+  private static String nz(String s) {
+    return s == null ? "" : s;
+  }
+
+  /** The failure without its CompletionException wrappers. */
+  private static String rootMessage(Throwable e) {
+    Throwable t = e;
+    while (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t.getMessage() != null ? t.getMessage() : t.toString();
+  }
+}

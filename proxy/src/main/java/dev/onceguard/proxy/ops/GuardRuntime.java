@@ -1,0 +1,90 @@
+package dev.onceguard.proxy.ops;
+
+import dev.onceguard.proxy.config.ConfigException;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.dispatch.Backoff;
+import dev.onceguard.proxy.escalate.Escalator;
+import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.guard.GuardedProcessor;
+import dev.onceguard.proxy.guard.VerdictListener;
+import dev.onceguard.proxy.pipeline.ProcessorFactory;
+import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.Migrations;
+import dev.onceguard.proxy.store.MysqlGuardStore;
+import dev.onceguard.proxy.store.RedisIdempotencyCache;
+import dev.onceguard.proxy.time.Clock;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The guard's resources for one sidecar process: the MySQL pool (schema migrated on start when
+ * enabled), the Redis L1 client, the {@link Guard}, and the escalation producer. Owns and closes
+ * all of them; close it after the sidecar's consumers stopped.
+ *
+ * <p>The owner id is {@code <instance-id>/<random>}: unique per process run, so a restarted pod
+ * never mistakes its predecessor's claims for its own.
+ */
+public final class GuardRuntime implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(GuardRuntime.class);
+
+  private final SidecarConfig config;
+  private final Db db;
+  private final Guard guard;
+  private final Escalator escalator;
+
+  public GuardRuntime(SidecarConfig config, Clock clock) {
+    this.config = config;
+    String owner = config.instanceId() + "/" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()).substring(0, 10);
+    Db d = new Db(config.mysql());
+    try {
+      if (config.mysql().migrateOnStart()) {
+        int v = new Migrations(d, config.mysql().tablePrefix()).migrate();
+        log.info("MySQL schema at version {} ({})", v, config.mysql());
+      }
+    } catch (RuntimeException e) {
+      d.close();
+      throw e;
+    }
+    this.db = d;
+    IdempotencyCache cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), clock) : IdempotencyCache.DISABLED;
+    if (!config.redis().enabled()) {
+      log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
+    }
+    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), cache, config.machines(), clock, owner);
+    this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
+    log.info("guard ready: owner {}", owner);
+  }
+
+  public Guard guard() {
+    return guard;
+  }
+
+  public Escalator escalator() {
+    return escalator;
+  }
+
+  /** Guarded processors for push-mode routes, reporting verdicts to {@code listener}. */
+  public ProcessorFactory processors(VerdictListener listener) {
+    return ctx -> {
+      RouteConfig route = ctx.route();
+      if (ctx.dispatcher() == null) {
+        throw new ConfigException("routes[" + config.routes().indexOf(route) + "].mode: pull mode is not served by this version yet; use mode: push");
+      }
+      return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
+          ctx.dispatcher(), escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(), listener);
+    };
+  }
+
+  @Override
+  public void close() {
+    try {
+      escalator.close();
+    } finally {
+      guard.close(); // closes the cache and the store (and with it the pool)
+    }
+  }
+}
