@@ -96,7 +96,7 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         if (submits.incrementAndGet() % 256 == 0) {
           // callers that never complete: their claims expire with the lease; forget the tokens
           long now = guard.clock().nowMillis();
-          claims.values().removeIf(old -> old.leaseUntilMillis() < now && releaseFalse(old));
+          claims.values().removeIf(old -> old.leaseUntilMillis() < now && forget(old));
         }
         String t = HexFormat.of().formatHex(token(16));
         claims.put(t, a.claim());
@@ -195,7 +195,7 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     });
   }
 
-  private boolean releaseFalse(Claim c) {
+  private boolean forget(Claim c) {
     guard.release(c);
     return true;
   }

@@ -1,6 +1,10 @@
 package dev.onceguard.proxy.ops;
 
-import dev.onceguard.proxy.config.ConfigException;
+import dev.onceguard.proxy.api.GuardService;
+import dev.onceguard.proxy.api.PullHub;
+import dev.onceguard.proxy.dispatch.Dispatcher;
+import io.grpc.BindableService;
+import java.util.List;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
@@ -32,9 +36,10 @@ public final class GuardRuntime implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(GuardRuntime.class);
 
   private final SidecarConfig config;
-  private final Db db;
   private final Guard guard;
   private final Escalator escalator;
+  private final PullHub pullHub;
+  private final GuardService guardService;
 
   public GuardRuntime(SidecarConfig config, Clock clock) {
     this.config = config;
@@ -49,13 +54,14 @@ public final class GuardRuntime implements AutoCloseable {
       d.close();
       throw e;
     }
-    this.db = d;
     IdempotencyCache cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), clock) : IdempotencyCache.DISABLED;
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
     this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
+    this.pullHub = new PullHub(config);
+    this.guardService = new GuardService(config, guard);
     log.info("guard ready: owner {}", owner);
   }
 
@@ -67,21 +73,32 @@ public final class GuardRuntime implements AutoCloseable {
     return escalator;
   }
 
-  /** Guarded processors for push-mode routes, reporting verdicts to {@code listener}. */
+  /**
+   * Guarded processors, reporting verdicts to {@code listener}: push routes call the business
+   * through the route's dispatcher, pull routes through the {@link PullHub}.
+   */
   public ProcessorFactory processors(VerdictListener listener) {
     return ctx -> {
       RouteConfig route = ctx.route();
-      if (ctx.dispatcher() == null) {
-        throw new ConfigException("routes[" + config.routes().indexOf(route) + "].mode: pull mode is not served by this version yet; use mode: push");
-      }
+      Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
-          ctx.dispatcher(), escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(), listener);
+          d, escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(), listener);
     };
+  }
+
+  /** The sidecar's own gRPC services: {@code Guard} and {@code Deliveries}. */
+  public List<BindableService> services() {
+    return List.of(guardService, pullHub);
+  }
+
+  public PullHub pullHub() {
+    return pullHub;
   }
 
   @Override
   public void close() {
     try {
+      pullHub.close();
       escalator.close();
     } finally {
       guard.close(); // closes the cache and the store (and with it the pool)
