@@ -1,8 +1,9 @@
 package dev.onceguard.wire;
 
 /**
- * Names of the Kafka headers OnceGuard adds to escalated records and to verdict records.
- * Defined once here; the sidecar writes them and client-java reads them.
+ * Names of the Kafka headers OnceGuard adds: to escalated records and verdict records (written by
+ * the sidecar), and to the {@code ConsumerRecord}s client-java builds from deliveries. Defined
+ * once here so that writer and reader cannot drift.
  */
 public final class Headers {
   private Headers() {}
@@ -40,4 +41,13 @@ public final class Headers {
   public static final String ORIGINAL_OFFSET = PREFIX + "original-offset";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
+
+  /** On delivered records (client-java): {@code "true"} if the business may have seen it before. */
+  public static final String REDELIVERY = PREFIX + "redelivery";
+  /** On delivered records (client-java): attempt number for this claim, decimal, from 1. */
+  public static final String ATTEMPT = PREFIX + "attempt";
+  /** On delivered records (client-java): state before this transition; absent when creating. */
+  public static final String FROM_STATE = PREFIX + "from-state";
+  /** On delivered records (client-java): state once this delivery is confirmed. */
+  public static final String TO_STATE = PREFIX + "to-state";
 }

@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.config;
 
 import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -87,9 +88,12 @@ public final class ConfigReader {
   public SidecarConfig parse(String yaml, String sourceName) {
     JsonNode root;
     try {
-      root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
+      // a repeated key (two 'cancel:' events, two 'routes:') must fail, not let the last one win
+      YAMLFactory yamlFactory = YAMLFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+      root = new ObjectMapper(yamlFactory).readTree(yaml);
     } catch (JacksonException e) {
-      throw new ConfigException(sourceName + ": not valid YAML: " + e.getOriginalMessage(), e);
+      String line = e.getLocation() == null || e.getLocation().getLineNr() < 1 ? "" : " (line " + e.getLocation().getLineNr() + ")";
+      throw new ConfigException(sourceName + ": not valid YAML: " + e.getOriginalMessage() + line, e);
     }
     if (root == null || !root.isObject()) {
       throw new ConfigException(sourceName + ": the configuration must be a YAML mapping");
@@ -359,14 +363,18 @@ public final class ConfigReader {
     if (!mt.matches()) {
       throw new ConfigException(path + ": '" + text + "' is not a duration (e.g. 250ms, 30s, 5m, 2h, 30d)");
     }
-    long v = Long.parseLong(mt.group(1));
-    return switch (mt.group(2)) {
-      case "ms" -> Duration.ofMillis(v);
-      case "s" -> Duration.ofSeconds(v);
-      case "m" -> Duration.ofMinutes(v);
-      case "h" -> Duration.ofHours(v);
-      default -> Duration.ofDays(v);
-    };
+    try {
+      long v = Long.parseLong(mt.group(1));
+      return switch (mt.group(2)) {
+        case "ms" -> Duration.ofMillis(v);
+        case "s" -> Duration.ofSeconds(v);
+        case "m" -> Duration.ofMinutes(v);
+        case "h" -> Duration.ofHours(v);
+        default -> Duration.ofDays(v);
+      };
+    } catch (NumberFormatException | ArithmeticException e) {
+      throw new ConfigException(path + ": '" + text + "' is not a duration (too large)", e);
+    }
   }
 
   /** A mapping being read, with its path; remembers which keys were consumed. */
@@ -577,7 +585,7 @@ public final class ConfigReader {
         if (!v.get(i).isValueNode() || v.get(i).isNull()) {
           throw new ConfigException(path(key) + "[" + i + "]: must be a string");
         }
-        out.add(expand(v.get(i).asText(), key));
+        out.add(expand(v.get(i).asText(), key + "[" + i + "]"));
       }
       if (required && out.isEmpty()) {
         throw error(key, "must not be empty");
@@ -615,7 +623,7 @@ public final class ConfigReader {
         JsonNode item = v.get(i);
         FieldSource fs;
         if (item.isTextual()) {
-          fs = FieldSource.parse(expand(item.asText(), key), null, p);
+          fs = FieldSource.parse(expand(item.asText(), key + "[" + i + "]"), null, p);
         } else if (item.isObject()) {
           Node in = new Node(item, p, env);
           String nm = in.requiredString("name");

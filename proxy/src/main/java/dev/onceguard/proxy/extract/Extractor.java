@@ -12,6 +12,8 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.v1.Reason;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -44,7 +46,11 @@ import org.apache.kafka.common.header.Headers;
  * message id is excluded.
  */
 public final class Extractor {
-  private static final ObjectMapper JSON = JsonMapper.builder().build();
+  /** Decimals as BigDecimal: {@code 1.10} must not collapse to {@code 1.1} in a key or fingerprint. */
+  private static final ObjectMapper JSON = JsonMapper.builder()
+      .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+      .nodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true))
+      .build();
   private static final ObjectMapper CANONICAL =
       JsonMapper.builder().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS).build();
 
@@ -193,7 +199,10 @@ public final class Extractor {
         }
         return n;
       } catch (JsonProcessingException e) {
-        throw new IOException("record " + what + " is not valid JSON: " + e.getOriginalMessage(), e);
+        // the location only: Jackson's message may quote the payload, which must not reach logs
+        var loc = e.getLocation();
+        throw new IOException("record " + what + " is not valid JSON"
+            + (loc == null ? "" : " (error at line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")"), e);
       }
     }
 
@@ -204,13 +213,13 @@ public final class Extractor {
       }
       if (f instanceof FieldSource.Key k) {
         if (k.pointer().isEmpty()) {
-          return key == null ? null : new String(key, StandardCharsets.UTF_8);
+          return key == null ? null : utf8(key, "record key");
         }
         return text(keyJson.at(k.pointer()));
       }
       if (f instanceof FieldSource.Header h) {
         Header last = headers == null ? null : headers.lastHeader(h.header());
-        return last == null || last.value() == null ? null : new String(last.value(), StandardCharsets.UTF_8);
+        return last == null || last.value() == null ? null : utf8(last.value(), "header '" + h.header() + "'");
       }
       return ((FieldSource.Constant) f).value();
     }
@@ -252,6 +261,22 @@ public final class Extractor {
         }
       }
       return sha256(canonicalJson(copy).getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  /**
+   * Strict: lenient decoding maps every invalid byte to U+FFFD, so two different binary keys (a
+   * LongSerializer key, say) would share one dedup key or one entity.
+   */
+  private static String utf8(byte[] bytes, String what) throws IOException {
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes))
+          .toString();
+    } catch (CharacterCodingException e) {
+      throw new IOException(what + " is not valid UTF-8", e);
     }
   }
 

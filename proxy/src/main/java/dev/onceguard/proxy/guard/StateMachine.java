@@ -151,7 +151,9 @@ public final class StateMachine {
     // order cancelled straight from "paid" never was to_ship, and a late "prepare" for it needs a
     // human, not a silent ignore.
     boolean applied = alwaysPassesThrough(current, event.to());
-    boolean fromAhead = event.from().stream().anyMatch(f -> reachable(current, f));
+    // Zero steps count too: the CAS may have lost to a transition that was then aborted, putting
+    // the entity back into a from-state by the time we read it; a retry can now apply the event.
+    boolean fromAhead = event.from().contains(current) || event.from().stream().anyMatch(f -> reachable(current, f));
     if (applied && fromAhead) {
       // on a cycle both hold and the record cannot be placed: a human decides
       return Classification.ILLEGAL;

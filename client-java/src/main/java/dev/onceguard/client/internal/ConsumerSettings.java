@@ -1,0 +1,108 @@
+package dev.onceguard.client.internal;
+
+import dev.onceguard.client.OnceGuardConsumerConfig;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * The consumer's configuration, parsed and validated once.
+ *
+ * @param target sidecar gRPC target, or {@code null} when a channel is given
+ * @param route route to subscribe to
+ * @param window maximum unacknowledged deliveries, 0 for the route's default
+ * @param subscriber subscriber id sent to the sidecar
+ * @param autoCommit whether poll/close/unsubscribe commit what earlier polls returned
+ * @param maxPollRecords maximum records per poll
+ * @param reconnectBackoffMs first wait before resubscribing
+ * @param reconnectBackoffMaxMs longest wait before resubscribing
+ * @param keyDeserializerClass from {@code key.deserializer}, or {@code null}
+ * @param valueDeserializerClass from {@code value.deserializer}, or {@code null}
+ * @param originals every given key and value, for {@code Deserializer.configure}
+ */
+public record ConsumerSettings(
+    String target,
+    String route,
+    int window,
+    String subscriber,
+    boolean autoCommit,
+    int maxPollRecords,
+    long reconnectBackoffMs,
+    long reconnectBackoffMaxMs,
+    Class<?> keyDeserializerClass,
+    Class<?> valueDeserializerClass,
+    Map<String, Object> originals) {
+
+  private static final AtomicInteger CONSUMER_SEQUENCE = new AtomicInteger();
+
+  /**
+   * Parses and validates a configuration.
+   *
+   * @param configs keys of {@link OnceGuardConsumerConfig}; other keys are ignored
+   * @param channelGiven whether the caller passes its own channel (then no target is needed)
+   * @return the settings
+   * @throws ConfigException naming the key that is missing or invalid
+   */
+  public static ConsumerSettings parse(Map<String, ?> configs, boolean channelGiven) {
+    if (configs == null) {
+      throw new ConfigException("consumer configuration must not be null");
+    }
+    Map<String, Object> parsed = OnceGuardConsumerConfig.configDef().parse(configs);
+    String target = (String) parsed.get(OnceGuardConsumerConfig.TARGET_CONFIG);
+    if (target == null && !channelGiven) {
+      throw new ConfigException(
+          OnceGuardConsumerConfig.TARGET_CONFIG, null, "required unless a Channel is passed to the constructor");
+    }
+    long backoff = (Long) parsed.get(ConsumerConfig.RECONNECT_BACKOFF_MS_CONFIG);
+    long backoffMax = (Long) parsed.get(ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG);
+    if (backoffMax < backoff) {
+      throw new ConfigException(
+          ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG,
+          backoffMax,
+          "must not be less than " + ConsumerConfig.RECONNECT_BACKOFF_MS_CONFIG + " (" + backoff + ")");
+    }
+    String route = ((String) parsed.get(OnceGuardConsumerConfig.ROUTE_CONFIG)).strip();
+    String clientId = (String) parsed.get(ConsumerConfig.CLIENT_ID_CONFIG);
+    String subscriber =
+        clientId.isBlank() ? "consumer-" + route + "-" + CONSUMER_SEQUENCE.incrementAndGet() : clientId;
+    return new ConsumerSettings(
+        target == null ? null : target.strip(),
+        route,
+        (Integer) parsed.get(OnceGuardConsumerConfig.WINDOW_CONFIG),
+        subscriber,
+        (Boolean) parsed.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG),
+        (Integer) parsed.get(ConsumerConfig.MAX_POLL_RECORDS_CONFIG),
+        backoff,
+        backoffMax,
+        (Class<?>) parsed.get(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG),
+        (Class<?>) parsed.get(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG),
+        Map.copyOf(configs.entrySet().stream()
+            .filter(e -> e.getValue() != null)
+            .collect(HashMap<String, Object>::new, (m, e) -> m.put(e.getKey(), e.getValue()), Map::putAll)));
+  }
+
+  /**
+   * Copies the string-keyed entries of {@code Properties}, as {@code KafkaConsumer} does.
+   *
+   * @param properties consumer properties
+   * @return a map view of them
+   */
+  public static Map<String, Object> toMap(Properties properties) {
+    if (properties == null) {
+      throw new ConfigException("consumer properties must not be null");
+    }
+    Map<String, Object> map = new HashMap<>();
+    for (Map.Entry<Object, Object> e : properties.entrySet()) {
+      if (e.getKey() instanceof String) {
+        map.put((String) e.getKey(), e.getValue());
+      }
+    }
+    for (String name : properties.stringPropertyNames()) {
+      map.putIfAbsent(name, properties.getProperty(name)); // defaults of a Properties chain
+    }
+    return map;
+  }
+}

@@ -1,0 +1,841 @@
+package dev.onceguard.client.internal;
+
+import dev.onceguard.client.FailureOutcome;
+import dev.onceguard.v1.Delivery;
+import dev.onceguard.v1.HandleResult;
+import dev.onceguard.v1.Subscription;
+import io.grpc.Channel;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.Deque;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.CommitFailedException;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetCommitCallback;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The mechanics behind {@code OnceGuardConsumer}: one {@code Deliveries.Subscribe} stream at a
+ * time, the buffer of received deliveries, the deliveries returned by poll and not yet
+ * acknowledged, and the Kafka-shaped bookkeeping around them (subscription, assignment, paused
+ * partitions, rebalance listener, commit callbacks).
+ *
+ * <p>Threading mirrors {@code KafkaConsumer}: every method except {@link #wakeup()} must be
+ * called from one thread at a time (checked, {@code ConcurrentModificationException}). gRPC
+ * threads only put {@link StreamEvent}s on a queue; all state changes happen on the calling
+ * thread, inside poll, commit, close and the like, which is also where listener and commit
+ * callbacks run.
+ *
+ * <p>Streams: the first {@code subscribe} opens one. When it ends without being asked to
+ * (sidecar restart, network), the deliveries it had buffered are dropped and the ones returned
+ * by poll but not acknowledged can no longer be committed (the sidecar redelivers all of them,
+ * flagged {@code redelivery}); the listener hears {@code onPartitionsLost}; and poll
+ * resubscribes after an exponential backoff. Statuses that resubscribing cannot fix (unknown
+ * route, route not in pull mode, not authorised) also make that poll throw.
+ *
+ * @param <K> key type
+ * @param <V> value type
+ */
+public final class PullConsumer<K, V> {
+  private static final Logger log = LoggerFactory.getLogger(PullConsumer.class);
+
+  /** Kafka's default close timeout. */
+  public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
+
+  private static final HandleResult OK = HandleResult.newBuilder().setOutcome(HandleResult.Outcome.OK).build();
+  private static final ConsumerRebalanceListener NO_LISTENER = new ConsumerRebalanceListener() {
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
+  };
+
+  private final Channel channel;
+  private final ManagedChannel ownedChannel;
+  private final ConsumerSettings settings;
+  private final Deserializer<K> keyDeserializer;
+  private final Deserializer<V> valueDeserializer;
+  private final RecordConverter<K, V> converter;
+  private final FailureClassifier classifier = new FailureClassifier(FailureOutcome.RETRY);
+  private final SingleThreadAccess access = new SingleThreadAccess("OnceGuardConsumer");
+  private final BlockingQueue<StreamEvent> events = new LinkedBlockingQueue<>();
+  private final AtomicBoolean wakeupRequested = new AtomicBoolean();
+
+  // Everything below is owned by the consumer thread.
+  private TopicFilter filter; // null: not subscribed
+  private ConsumerRebalanceListener listener = NO_LISTENER;
+  private final Set<String> matchedTopics = new LinkedHashSet<>();
+  private SubscriberStream stream; // null: none open
+  private final Deque<Delivery> received = new ArrayDeque<>();
+  private final Outstanding outstanding = new Outstanding();
+  private final Set<TopicPartition> assignment = new LinkedHashSet<>();
+  private final Set<TopicPartition> paused = new LinkedHashSet<>();
+  private final Deque<Runnable> completedCommits = new ArrayDeque<>();
+  private int failedStreams;
+  private long nextStreamAtNanos = System.nanoTime();
+  private boolean closed;
+
+  private PullConsumer(
+      Channel channel,
+      ManagedChannel ownedChannel,
+      ConsumerSettings settings,
+      Deserializer<K> keyDeserializer,
+      Deserializer<V> valueDeserializer) {
+    this.channel = channel;
+    this.ownedChannel = ownedChannel;
+    this.settings = settings;
+    this.keyDeserializer = keyDeserializer;
+    this.valueDeserializer = valueDeserializer;
+    this.converter = new RecordConverter<>(keyDeserializer, valueDeserializer);
+  }
+
+  /**
+   * Creates a consumer the way {@code KafkaConsumer}'s constructors do: deserializers passed in
+   * are used as they are; missing ones are created from {@code key.deserializer} /
+   * {@code value.deserializer} and configured with the whole configuration.
+   *
+   * @param configs consumer configuration
+   * @param channel channel to the sidecar, not owned; {@code null} to open (and own) one to
+   *     {@code onceguard.target}
+   * @param keyDeserializer key deserializer, or {@code null} to create it from the configuration
+   * @param valueDeserializer value deserializer, or {@code null} likewise
+   */
+  public static <K, V> PullConsumer<K, V> create(
+      Map<String, ?> configs, Channel channel, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
+    ConsumerSettings settings = ConsumerSettings.parse(configs, channel != null);
+    Deserializer<K> key = keyDeserializer != null
+        ? keyDeserializer
+        : fromConfig(settings, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, settings.keyDeserializerClass(), true);
+    Deserializer<V> value;
+    try {
+      value = valueDeserializer != null
+          ? valueDeserializer
+          : fromConfig(settings, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, settings.valueDeserializerClass(), false);
+    } catch (RuntimeException e) {
+      closeQuietly(key, "key deserializer");
+      throw e;
+    }
+    ManagedChannel owned = channel == null ? Channels.open(settings.target()) : null;
+    return new PullConsumer<>(channel != null ? channel : owned, owned, settings, key, value);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> Deserializer<T> fromConfig(ConsumerSettings settings, String key, Class<?> type, boolean isKey) {
+    if (type == null) {
+      throw new ConfigException(key, null, "no deserializer: pass one to the constructor or set this key");
+    }
+    if (!Deserializer.class.isAssignableFrom(type)) {
+      throw new ConfigException(key, type.getName(), "is not a " + Deserializer.class.getName());
+    }
+    Deserializer<T> deserializer;
+    try {
+      deserializer = (Deserializer<T>) type.getDeclaredConstructor().newInstance();
+    } catch (ReflectiveOperationException e) {
+      throw new ConfigException(key, type.getName(), "cannot be instantiated with a public no-arg constructor: " + e);
+    }
+    deserializer.configure(settings.originals(), isKey);
+    return deserializer;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Subscription
+  // ---------------------------------------------------------------------------------------------
+
+  /** See {@code Consumer.subscribe(Collection, ConsumerRebalanceListener)}. */
+  public void subscribe(Collection<String> topics, ConsumerRebalanceListener rebalanceListener) {
+    acquireAndEnsureOpen();
+    try {
+      if (topics == null) {
+        throw new IllegalArgumentException("Topic collection to subscribe to cannot be null");
+      }
+      if (topics.isEmpty()) {
+        unsubscribeLocked();
+        return;
+      }
+      for (String topic : topics) {
+        if (topic == null || topic.isBlank()) {
+          throw new IllegalArgumentException("Topic collection to subscribe to cannot contain null or empty topic");
+        }
+      }
+      subscribeLocked(TopicFilter.of(Set.copyOf(topics)), rebalanceListener);
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.subscribe(Pattern, ConsumerRebalanceListener)}. */
+  public void subscribe(Pattern pattern, ConsumerRebalanceListener rebalanceListener) {
+    acquireAndEnsureOpen();
+    try {
+      if (pattern == null || pattern.pattern().isEmpty()) {
+        throw new IllegalArgumentException("Topic pattern to subscribe to cannot be " + (pattern == null ? "null" : "empty"));
+      }
+      subscribeLocked(TopicFilter.of(pattern), rebalanceListener);
+    } finally {
+      access.release();
+    }
+  }
+
+  private void subscribeLocked(TopicFilter newFilter, ConsumerRebalanceListener rebalanceListener) {
+    if (rebalanceListener == null) {
+      throw new IllegalArgumentException("RebalanceListener cannot be null");
+    }
+    filter = newFilter;
+    listener = rebalanceListener;
+    matchedTopics.clear();
+    for (TopicPartition p : assignment) {
+      if (filter.matches(p.topic())) {
+        matchedTopics.add(p.topic());
+      }
+    }
+    if (stream == null) {
+      nextStreamAtNanos = System.nanoTime();
+      openStreamIfDue();
+    }
+  }
+
+  /** See {@code Consumer.unsubscribe()}. */
+  public void unsubscribe() {
+    acquireAndEnsureOpen();
+    try {
+      unsubscribeLocked();
+    } finally {
+      access.release();
+    }
+  }
+
+  private void unsubscribeLocked() {
+    try {
+      endStream(System.nanoTime() + DEFAULT_CLOSE_TIMEOUT.toNanos());
+    } finally {
+      filter = null;
+      listener = NO_LISTENER;
+      matchedTopics.clear();
+      paused.clear();
+    }
+  }
+
+  /** See {@code Consumer.subscription()}. */
+  public Set<String> subscription() {
+    acquireAndEnsureOpen();
+    try {
+      if (filter == null) {
+        return Set.of();
+      }
+      return filter.topics() != null ? filter.topics() : Set.copyOf(matchedTopics);
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.assignment()}: the partitions delivered on the current stream. */
+  public Set<TopicPartition> assignment() {
+    acquireAndEnsureOpen();
+    try {
+      return Set.copyOf(assignment);
+    } finally {
+      access.release();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Poll
+  // ---------------------------------------------------------------------------------------------
+
+  /** See {@code Consumer.poll(Duration)}. */
+  public ConsumerRecords<K, V> poll(Duration timeout) {
+    acquireAndEnsureOpen();
+    try {
+      if (timeout == null || timeout.isNegative()) {
+        throw new IllegalArgumentException("Timeout must not be negative");
+      }
+      if (filter == null) {
+        throw new IllegalStateException("Consumer is not subscribed to any topics or assigned any partitions");
+      }
+      long deadline = saturatedDeadline(timeout);
+      maybeThrowWakeup();
+      runCompletedCommitCallbacks();
+      if (settings.autoCommit()) {
+        autoCommit();
+      }
+      while (true) {
+        openStreamIfDue();
+        drainEvents();
+        ConsumerRecords<K, V> records = takeReady();
+        if (records != null) {
+          if (!records.isEmpty()) {
+            return records;
+          }
+          continue; // every record of the batch was refused; more may be ready
+        }
+        long now = System.nanoTime();
+        long wait = deadline - now;
+        if (wait <= 0) {
+          return ConsumerRecords.empty();
+        }
+        if (stream == null) {
+          wait = Math.min(wait, Math.max(0, nextStreamAtNanos - now));
+        }
+        StreamEvent event;
+        try {
+          event = events.poll(wait, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          throw new InterruptException(e);
+        }
+        if (event != null) {
+          handle(event);
+        }
+      }
+    } finally {
+      access.release();
+    }
+  }
+
+  private void drainEvents() {
+    StreamEvent event;
+    while ((event = events.poll()) != null) {
+      handle(event);
+    }
+  }
+
+  private void handle(StreamEvent event) {
+    if (event instanceof StreamEvent.Wakeup) {
+      maybeThrowWakeup(); // a wakeup already consumed at the start of a call leaves a stale event
+    } else if (event instanceof StreamEvent.Received) {
+      StreamEvent.Received r = (StreamEvent.Received) event;
+      if (r.stream() == stream) {
+        onReceived(r.delivery());
+      }
+    } else if (event instanceof StreamEvent.Ended) {
+      StreamEvent.Ended e = (StreamEvent.Ended) event;
+      if (e.stream() == stream) {
+        onStreamLost(e.status());
+      }
+    }
+  }
+
+  private void onReceived(Delivery delivery) {
+    failedStreams = 0; // the stream works: the next break starts the backoff from the beginning
+    received.add(delivery);
+    TopicPartition partition = RecordConverter.topicPartition(delivery);
+    if (assignment.add(partition)) {
+      if (filter.matches(partition.topic())) {
+        matchedTopics.add(partition.topic());
+      }
+      invokeListener("onPartitionsAssigned", List.of(partition), listener::onPartitionsAssigned);
+    }
+  }
+
+  /**
+   * Returns up to max.poll.records deliveries of unpaused partitions as records; {@code null}
+   * if none is ready.
+   */
+  private ConsumerRecords<K, V> takeReady() {
+    List<Delivery> batch = new ArrayList<>();
+    for (Iterator<Delivery> it = received.iterator(); it.hasNext() && batch.size() < settings.maxPollRecords(); ) {
+      Delivery d = it.next();
+      if (!paused.contains(RecordConverter.topicPartition(d))) {
+        it.remove();
+        batch.add(d);
+      }
+    }
+    if (batch.isEmpty()) {
+      return null;
+    }
+    for (Delivery d : batch) {
+      if (!filter.matches(d.getRecord().getTopic())) {
+        failForeignTopic(d);
+      }
+    }
+    Map<TopicPartition, List<ConsumerRecord<K, V>>> byPartition = new LinkedHashMap<>();
+    List<Delivery> returned = new ArrayList<>(batch.size());
+    for (Delivery d : batch) {
+      ConsumerRecord<K, V> record;
+      try {
+        record = converter.toRecord(d);
+      } catch (RuntimeException e) {
+        refuseUndeserializable(d, e);
+        continue;
+      }
+      TopicPartition partition = RecordConverter.topicPartition(d);
+      outstanding.add(partition, d);
+      returned.add(d);
+      byPartition.computeIfAbsent(partition, p -> new ArrayList<>()).add(record);
+    }
+    // Different entities of a partition are processed concurrently by the sidecar, so they may
+    // arrive out of offset order. Sorting each partition's records keeps the Kafka habit of
+    // committing record.offset() + 1 after each record safe within one batch.
+    byPartition.values().forEach(list -> list.sort(Comparator.comparingLong(ConsumerRecord::offset)));
+    return new ConsumerRecords<>(byPartition, Outstanding.nextOffsets(returned));
+  }
+
+  private void failForeignTopic(Delivery delivery) {
+    String topic = delivery.getRecord().getTopic();
+    String subscribed = filter.topics() != null ? filter.topics().toString() : "pattern " + filter.pattern();
+    // Half-close rather than cancel: acknowledgements sent earlier still reach the sidecar.
+    stream.halfClose();
+    onStreamLost(Status.CANCELLED.withDescription("record of topic '" + topic + "' outside the subscription"));
+    throw new KafkaException(String.format(
+        "Route '%s' delivered a record of topic '%s', which this consumer is not subscribed to (%s). The route,"
+            + " not subscribe(), decides which topics are consumed: subscribe to all of its topics. The stream was"
+            + " ended with the record unacknowledged, so the sidecar redelivers it.",
+        settings.route(), topic, subscribed));
+  }
+
+  private void refuseUndeserializable(Delivery d, RuntimeException failure) {
+    HandleResult result = classifier.classify(failure);
+    log.warn(
+        "route={} topic={} partition={} offset={} dedupKey={}: cannot deserialize the record, answering {}",
+        settings.route(),
+        d.getRecord().getTopic(),
+        d.getRecord().getPartition(),
+        d.getRecord().getOffset(),
+        d.getDedupKey(),
+        result.getOutcome(),
+        failure);
+    stream.ack(d.getDeliveryId(), result);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Commits and decisions
+  // ---------------------------------------------------------------------------------------------
+
+  /** See {@code Consumer.commitSync()}: acknowledges OK everything poll returned. */
+  public void commitSync() {
+    acquireAndEnsureOpen();
+    try {
+      maybeThrowWakeup();
+      runCompletedCommitCallbacks();
+      commitAll();
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.commitSync(Map)}: acknowledges OK what poll returned below the offsets. */
+  public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    acquireAndEnsureOpen();
+    try {
+      requireOffsets(offsets);
+      maybeThrowWakeup();
+      runCompletedCommitCallbacks();
+      commitBelow(offsets);
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.commitAsync(OffsetCommitCallback)}. */
+  public void commitAsync(OffsetCommitCallback callback) {
+    acquireAndEnsureOpen();
+    try {
+      Map<TopicPartition, OffsetAndMetadata> offsets = outstanding.nextOffsets();
+      Exception error = null;
+      try {
+        commitAll();
+      } catch (CommitFailedException e) {
+        error = e;
+      }
+      enqueueCallback(callback, offsets, error);
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.commitAsync(Map, OffsetCommitCallback)}. */
+  public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+    acquireAndEnsureOpen();
+    try {
+      requireOffsets(offsets);
+      Map<TopicPartition, OffsetAndMetadata> copy = Map.copyOf(offsets);
+      Exception error = null;
+      try {
+        commitBelow(copy);
+      } catch (CommitFailedException e) {
+        error = e;
+      }
+      enqueueCallback(callback, copy, error);
+    } finally {
+      access.release();
+    }
+  }
+
+  /**
+   * Answers one polled record with RETRY or REJECT instead of committing it.
+   *
+   * @param record a record returned by poll on this consumer and not yet acknowledged
+   * @param result the answer
+   */
+  public void decide(ConsumerRecord<?, ?> record, HandleResult result) {
+    acquireAndEnsureOpen();
+    try {
+      if (record == null) {
+        throw new IllegalArgumentException("record must not be null");
+      }
+      requireLiveStreamForOutstanding();
+      TopicPartition partition = new TopicPartition(record.topic(), record.partition());
+      Delivery d = outstanding.take(partition, record.offset());
+      if (d == null) {
+        throw new IllegalStateException(String.format(
+            "%s@%d is not outstanding: it was not returned by poll() on this consumer, was already committed,"
+                + " rejected or retried, or its stream ended (then the sidecar redelivers it)",
+            partition, record.offset()));
+      }
+      stream.ack(d.getDeliveryId(), result);
+    } finally {
+      access.release();
+    }
+  }
+
+  private void autoCommit() {
+    try {
+      commitAll();
+    } catch (CommitFailedException e) {
+      // The stream ended; this poll handles that. Kafka's auto-commit logs failures likewise.
+      log.debug("route={}: auto-commit skipped: {}", settings.route(), e.getMessage());
+    }
+  }
+
+  private Map<TopicPartition, OffsetAndMetadata> commitAll() {
+    requireLiveStreamForOutstanding();
+    return acknowledge(outstanding.takeAll());
+  }
+
+  private void commitBelow(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    requireLiveStreamForOutstanding();
+    acknowledge(outstanding.takeBelow(offsets));
+  }
+
+  private Map<TopicPartition, OffsetAndMetadata> acknowledge(List<Delivery> deliveries) {
+    for (Delivery d : deliveries) {
+      stream.ack(d.getDeliveryId(), OK);
+    }
+    return Outstanding.nextOffsets(deliveries);
+  }
+
+  private void requireLiveStreamForOutstanding() {
+    if (!outstanding.isEmpty() && stream.isEnded()) {
+      throw new CommitFailedException(String.format(
+          "The stream to the sidecar for route '%s' ended before these records were acknowledged; the sidecar"
+              + " redelivers them (redelivery=true) on the next subscription, which poll() opens.",
+          settings.route()));
+    }
+  }
+
+  private void enqueueCallback(
+      OffsetCommitCallback callback, Map<TopicPartition, OffsetAndMetadata> offsets, Exception error) {
+    // Like KafkaConsumer: callbacks run on the consumer thread, in a later poll, commit or close.
+    if (callback != null) {
+      completedCommits.add(() -> callback.onComplete(offsets, error));
+    } else if (error != null) {
+      completedCommits.add(() -> log.warn("route={}: asynchronous commit failed: {}", settings.route(), error.getMessage()));
+    }
+  }
+
+  private void runCompletedCommitCallbacks() {
+    Runnable callback;
+    while ((callback = completedCommits.poll()) != null) {
+      callback.run();
+    }
+  }
+
+  private static void requireOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    if (offsets == null) {
+      throw new IllegalArgumentException("offsets must not be null");
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Pause, wakeup, close
+  // ---------------------------------------------------------------------------------------------
+
+  /** See {@code Consumer.pause}: local; records that arrived for these partitions are held. */
+  public void pause(Collection<TopicPartition> partitions) {
+    acquireAndEnsureOpen();
+    try {
+      requirePartitions(partitions);
+      paused.addAll(partitions);
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.resume}. */
+  public void resume(Collection<TopicPartition> partitions) {
+    acquireAndEnsureOpen();
+    try {
+      requirePartitions(partitions);
+      paused.removeAll(new HashSet<>(partitions));
+    } finally {
+      access.release();
+    }
+  }
+
+  /** See {@code Consumer.paused()}. */
+  public Set<TopicPartition> paused() {
+    acquireAndEnsureOpen();
+    try {
+      return Set.copyOf(paused);
+    } finally {
+      access.release();
+    }
+  }
+
+  private static void requirePartitions(Collection<TopicPartition> partitions) {
+    if (partitions == null) {
+      throw new IllegalArgumentException("partitions must not be null");
+    }
+    for (TopicPartition p : partitions) { // contains(null) throws on immutable collections
+      if (p == null) {
+        throw new IllegalArgumentException("partitions must not contain null");
+      }
+    }
+  }
+
+  /** See {@code Consumer.wakeup()}: the one method any thread may call. */
+  public void wakeup() {
+    wakeupRequested.set(true);
+    events.add(StreamEvent.WAKEUP);
+  }
+
+  /** Checks that the consumer is open and used by one thread; for methods with no state. */
+  public void ensureOpen() {
+    acquireAndEnsureOpen();
+    access.release();
+  }
+
+  /** See {@code Consumer.close(Duration)}. Idempotent. */
+  public void close(Duration timeout) {
+    if (timeout == null || timeout.isNegative()) {
+      throw new IllegalArgumentException("The timeout cannot be negative.");
+    }
+    access.acquire();
+    try {
+      if (closed) {
+        return;
+      }
+      long deadline = saturatedDeadline(timeout);
+      KafkaException failure = null;
+      try {
+        endStream(deadline);
+        runCompletedCommitCallbacks();
+      } catch (RuntimeException e) {
+        failure = new KafkaException("Failed to close OnceGuardConsumer cleanly", e);
+      } finally {
+        closed = true;
+        filter = null;
+        closeQuietly(keyDeserializer, "key deserializer");
+        closeQuietly(valueDeserializer, "value deserializer");
+        if (ownedChannel != null) {
+          Channels.shutdown(ownedChannel, Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+        }
+      }
+      if (failure != null) {
+        throw failure;
+      }
+    } finally {
+      access.release();
+    }
+  }
+
+  /**
+   * Ends the current stream on purpose (unsubscribe, close): the listener hears
+   * {@code onPartitionsRevoked} and may still commit; then auto-commit; then a half-close so
+   * the acknowledgements reach the sidecar before the end.
+   */
+  private void endStream(long deadline) {
+    if (stream == null) {
+      return;
+    }
+    RuntimeException listenerFailure = null;
+    if (!assignment.isEmpty()) {
+      // A stream that already broke cannot take commits any more: its partitions are lost.
+      boolean broken = stream.isEnded();
+      try {
+        if (broken) {
+          invokeListener("onPartitionsLost", List.copyOf(assignment), listener::onPartitionsLost);
+        } else {
+          invokeListener("onPartitionsRevoked", List.copyOf(assignment), listener::onPartitionsRevoked);
+        }
+      } catch (RuntimeException e) {
+        listenerFailure = e;
+      }
+    }
+    if (settings.autoCommit()) {
+      autoCommit();
+    }
+    SubscriberStream ending = stream;
+    stream = null;
+    discardStreamState();
+    if (!ending.isEnded()) {
+      ending.halfClose();
+      try {
+        if (!ending.awaitEnd(deadline - System.nanoTime())) {
+          log.warn("route={}: the sidecar did not end the stream in time after half-close; cancelling", settings.route());
+          ending.cancel("consumer closed");
+        }
+      } catch (InterruptedException e) {
+        ending.cancel("consumer closed (interrupted)");
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (listenerFailure != null) {
+      throw listenerFailure;
+    }
+  }
+
+  private void onStreamLost(Status status) {
+    stream = null;
+    List<TopicPartition> lost = List.copyOf(assignment);
+    discardStreamState();
+    long delayMs = backoffMs(failedStreams++);
+    nextStreamAtNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMs);
+    boolean fatal = isFatal(status.getCode());
+    if (status.isOk()) {
+      log.info("route={}: the sidecar ended the stream; resubscribing in {} ms", settings.route(), delayMs);
+    } else {
+      log.warn("route={}: stream to the sidecar failed ({}); resubscribing in {} ms", settings.route(), status, delayMs);
+    }
+    if (!lost.isEmpty()) {
+      invokeListener("onPartitionsLost", lost, listener::onPartitionsLost);
+    }
+    if (fatal) {
+      throw new KafkaException(String.format(
+          "The sidecar refused the subscription to route '%s': %s%s", settings.route(), status.getCode(),
+          status.getDescription() == null ? "" : ": " + status.getDescription()),
+          status.asRuntimeException());
+    }
+  }
+
+  private void discardStreamState() {
+    received.clear();
+    outstanding.clear();
+    assignment.clear();
+  }
+
+  /** Statuses a new subscription cannot fix without an operator; polls report them. */
+  private static boolean isFatal(Status.Code code) {
+    switch (code) {
+      case INVALID_ARGUMENT:
+      case NOT_FOUND:
+      case FAILED_PRECONDITION:
+      case PERMISSION_DENIED:
+      case UNAUTHENTICATED:
+      case UNIMPLEMENTED:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private long backoffMs(int failures) {
+    long base = settings.reconnectBackoffMs();
+    long max = settings.reconnectBackoffMaxMs();
+    long exp = failures >= 30 ? max : Math.min(max, base << failures);
+    // +-20% jitter, so that the subscribers of a restarted sidecar do not return in lockstep
+    double jitter = 0.8 + 0.4 * ThreadLocalRandom.current().nextDouble();
+    return Math.min(max, (long) (exp * jitter));
+  }
+
+  private void openStreamIfDue() {
+    if (stream == null && filter != null && System.nanoTime() - nextStreamAtNanos >= 0) {
+      Subscription subscription = Subscription.newBuilder()
+          .setRoute(settings.route())
+          .setWindow(settings.window())
+          .setSubscriber(settings.subscriber())
+          .build();
+      stream = SubscriberStream.open(channel, subscription, events);
+      log.debug("route={} subscriber={}: subscribed, window {}", settings.route(), settings.subscriber(), settings.window());
+    }
+  }
+
+  private void invokeListener(String name, List<TopicPartition> partitions, java.util.function.Consumer<List<TopicPartition>> call) {
+    try {
+      call.accept(partitions);
+    } catch (WakeupException | InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new KafkaException("User rebalance callback " + name + " threw an error", e);
+    }
+  }
+
+  private void maybeThrowWakeup() {
+    if (wakeupRequested.getAndSet(false)) {
+      throw new WakeupException();
+    }
+  }
+
+  private void acquireAndEnsureOpen() {
+    access.acquire();
+    if (closed) {
+      access.release();
+      throw new IllegalStateException("This consumer has already been closed.");
+    }
+  }
+
+  private static long saturatedDeadline(Duration timeout) {
+    long now = System.nanoTime();
+    long nanos;
+    try {
+      nanos = timeout.toNanos();
+    } catch (ArithmeticException e) {
+      nanos = Long.MAX_VALUE;
+    }
+    long deadline = now + nanos;
+    return deadline - now < 0 ? now + Long.MAX_VALUE : deadline;
+  }
+
+  private static void closeQuietly(AutoCloseable closeable, String what) {
+    try {
+      closeable.close();
+    } catch (Exception e) {
+      log.warn("Failed to close the {}", what, e);
+    }
+  }
+
+  /** Which delivered topics the subscription accepts: a fixed set, or a pattern. */
+  private record TopicFilter(Set<String> topics, Pattern pattern) {
+    static TopicFilter of(Set<String> topics) {
+      return new TopicFilter(topics, null);
+    }
+
+    static TopicFilter of(Pattern pattern) {
+      return new TopicFilter(null, pattern);
+    }
+
+    boolean matches(String topic) {
+      return topics != null ? topics.contains(topic) : pattern.matcher(topic).matches();
+    }
+  }
+}

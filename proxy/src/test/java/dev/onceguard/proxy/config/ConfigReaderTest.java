@@ -1,0 +1,630 @@
+package dev.onceguard.proxy.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.onceguard.proxy.config.MachineConfig.EventConfig;
+import dev.onceguard.proxy.config.RouteConfig.Mode;
+import dev.onceguard.proxy.config.RouteConfig.RetryConfig;
+import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import org.assertj.core.api.AbstractThrowableAssert;
+import org.junit.jupiter.api.Test;
+
+class ConfigReaderTest {
+
+  /** The reference order pipeline: five forward states plus cancelled, a four-field business key. */
+  private static final String REFERENCE = """
+      sidecar:
+        instance-id: og-test-1
+      kafka:
+        bootstrap-servers: kafka-1:9092,kafka-2:9092
+        properties:
+          security.protocol: PLAINTEXT
+      mysql:
+        host: mysql.internal
+        database: onceguard
+        user: og
+        password: ${DB_PASSWORD}
+      redis:
+        uri: redis://redis:6379/0
+      machines:
+        order:
+          states: [created, paid, to_ship, shipped, delivered, cancelled]
+          terminal: [delivered, cancelled]
+          events:
+            create:  { to: created }
+            pay:     { from: [created], to: paid }
+            prepare: { from: [paid], to: to_ship }
+            ship:    { from: [to_ship], to: shipped }
+            deliver: { from: [shipped], to: delivered }
+            cancel:  { from: [created, paid, to_ship], to: cancelled }
+      routes:
+        - name: fulfilment
+          topics: [orders]
+          machine: order
+          entity-id: /order_id
+          event: header:event-type
+          business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+          fingerprint-exclude: [/message_id, /sent_at]
+          target: 127.0.0.1:7000
+      """;
+
+  private static final Map<String, String> ENV = Map.of("DB_PASSWORD", "s3cret");
+
+  private static SidecarConfig parse(String yaml) {
+    return new ConfigReader(ENV).parse(yaml, "test.yaml");
+  }
+
+  /** The reference config with one exact piece of text replaced; fails if the piece is absent. */
+  private static String variant(String from, String to) {
+    assertThat(REFERENCE).as("test setup: reference config contains the text to replace").contains(from);
+    return REFERENCE.replace(from, to);
+  }
+
+  private static AbstractThrowableAssert<?, ? extends Throwable> assertRejected(String yaml) {
+    return assertThatThrownBy(() -> parse(yaml)).isInstanceOf(ConfigException.class);
+  }
+
+  // ------------------------------------------------------------------------- valid configuration
+
+  @Test
+  void referenceConfig_parsesSidecarKafkaMysqlRedisWithDefaults() {
+    SidecarConfig c = parse(REFERENCE);
+
+    assertThat(c.instanceId()).isEqualTo("og-test-1");
+    assertThat(c.grpcListen()).isEqualTo(ConfigReader.DEFAULT_GRPC_LISTEN);
+    assertThat(c.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(c.commitInterval()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(c.kafka().bootstrapServers()).isEqualTo("kafka-1:9092,kafka-2:9092");
+    assertThat(c.kafka().properties()).containsExactly(Map.entry("security.protocol", "PLAINTEXT"));
+    assertThat(c.mysql()).isEqualTo(new MysqlConfig(
+        "mysql.internal", 3306, "onceguard", "og", "s3cret", "og_", 8, true, Duration.ofDays(14)));
+    assertThat(c.redis().uri()).isEqualTo("redis://redis:6379/0");
+    assertThat(c.redis().enabled()).isTrue();
+    assertThat(c.redis().timeout()).isEqualTo(Duration.ofMillis(50));
+    assertThat(c.redis().keyPrefix()).isEqualTo("og:");
+    assertThat(c.redis().breakerOpenFor()).isEqualTo(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void referenceConfig_parsesTheOrderMachine() {
+    MachineConfig m = parse(REFERENCE).machines().get("order");
+
+    assertThat(m.name()).isEqualTo("order");
+    assertThat(m.states()).containsExactly("created", "paid", "to_ship", "shipped", "delivered", "cancelled");
+    assertThat(m.terminal()).containsExactly("delivered", "cancelled");
+    assertThat(m.events().keySet()).containsExactly("create", "pay", "prepare", "ship", "deliver", "cancel");
+    assertThat(m.events().get("create")).isEqualTo(new EventConfig("create", Set.of(), "created"));
+    assertThat(m.events().get("create").creating()).isTrue();
+    assertThat(m.events().get("pay")).isEqualTo(new EventConfig("pay", Set.of("created"), "paid"));
+    assertThat(m.events().get("pay").creating()).isFalse();
+    assertThat(m.events().get("cancel").from()).containsExactly("created", "paid", "to_ship");
+    assertThat(m.events().get("cancel").to()).isEqualTo("cancelled");
+    assertThat(m.cycles()).isEmpty();
+  }
+
+  @Test
+  void referenceConfig_parsesTheRouteWithDefaults() {
+    RouteConfig r = parse(REFERENCE).routes().get(0);
+
+    assertThat(r.name()).isEqualTo("fulfilment");
+    assertThat(r.topics()).containsExactly("orders");
+    assertThat(r.group()).isEqualTo("onceguard-fulfilment");
+    assertThat(r.machine()).isEqualTo("order");
+    assertThat(r.hasMachine()).isTrue();
+    assertThat(r.entityId()).isEqualTo(new FieldSource.ValuePointer("entity-id", "/order_id"));
+    assertThat(r.event()).isEqualTo(new FieldSource.Header("event", "event-type"));
+    assertThat(r.businessKey()).containsExactly(
+        new FieldSource.ValuePointer("order_id", "/order_id"),
+        new FieldSource.ValuePointer("sku_id", "/sku_id"),
+        new FieldSource.ValuePointer("warehouse_id", "/warehouse_id"),
+        new FieldSource.ValuePointer("batch_no", "/batch_no"));
+    assertThat(r.fingerprint()).isEmpty();
+    assertThat(r.fingerprintExclude()).containsExactly("/message_id", "/sent_at");
+    assertThat(r.mode()).isEqualTo(Mode.PUSH);
+    assertThat(r.target()).isEqualTo("127.0.0.1:7000");
+    assertThat(r.redisTtl()).isEqualTo(Duration.ofDays(30));
+    assertThat(r.handlerTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(r.lease()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(r.earlyArrivalTimeout()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(r.earlyArrivalRetry()).isEqualTo(Duration.ofMillis(200));
+    assertThat(r.escalationTopic()).isEqualTo("orders.escalate");
+    assertThat(r.verdictTopic()).isNull();
+    assertThat(r.maxInFlightPerPartition()).isEqualTo(64);
+    assertThat(r.maxInFlight()).isEqualTo(512);
+    assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(100), Duration.ofSeconds(10), 20));
+  }
+
+  @Test
+  void explicitRouteSettings_overrideDefaults() {
+    SidecarConfig c = parse(variant("    target: 127.0.0.1:7000\n", """
+            target: 127.0.0.1:7000
+            group: og-orders
+            redis-ttl: 45d
+            lease: 2m
+            handler-timeout: 1500ms
+            early-arrival-timeout: 2h
+            early-arrival-retry: 1s
+            escalation-topic: orders.dlq
+            verdict-topic: orders.verdicts
+            max-in-flight-per-partition: 8
+            max-in-flight: 100
+            retry: { initial-backoff: 50ms, max-backoff: 5s, max-attempts: 3 }
+        """));
+    RouteConfig r = c.routes().get(0);
+
+    assertThat(r.group()).isEqualTo("og-orders");
+    assertThat(r.redisTtl()).isEqualTo(Duration.ofDays(45));
+    assertThat(r.lease()).isEqualTo(Duration.ofMinutes(2));
+    assertThat(r.handlerTimeout()).isEqualTo(Duration.ofMillis(1500));
+    assertThat(r.earlyArrivalTimeout()).isEqualTo(Duration.ofHours(2));
+    assertThat(r.earlyArrivalRetry()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(r.escalationTopic()).isEqualTo("orders.dlq");
+    assertThat(r.verdictTopic()).isEqualTo("orders.verdicts");
+    assertThat(r.maxInFlightPerPartition()).isEqualTo(8);
+    assertThat(r.maxInFlight()).isEqualTo(100);
+    assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(50), Duration.ofSeconds(5), 3));
+  }
+
+  @Test
+  void businessKeyEntry_nameAndFromForm_usesTheGivenName() {
+    RouteConfig r = parse(variant("business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]",
+        "business-key: [/order_id, {name: wh, from: /warehouse/id}, header:batch, key, 'key:/sku', 'const:v2']"))
+        .routes().get(0);
+
+    assertThat(r.businessKey()).containsExactly(
+        new FieldSource.ValuePointer("order_id", "/order_id"),
+        new FieldSource.ValuePointer("wh", "/warehouse/id"),
+        new FieldSource.Header("batch", "batch"),
+        new FieldSource.Key("key", ""),
+        new FieldSource.Key("sku", "/sku"),
+        new FieldSource.Constant("const", "v2"));
+  }
+
+  @Test
+  void constantEvent_ofTheMachine_isAccepted() {
+    RouteConfig r = parse(variant("event: header:event-type", "event: const:ship")).routes().get(0);
+
+    assertThat(r.event()).isEqualTo(new FieldSource.Constant("event", "ship"));
+  }
+
+  @Test
+  void pullRoute_withoutTarget_isAccepted() {
+    RouteConfig r = parse(variant("    target: 127.0.0.1:7000\n", "    mode: pull\n")).routes().get(0);
+
+    assertThat(r.mode()).isEqualTo(Mode.PULL);
+    assertThat(r.target()).isNull();
+  }
+
+  @Test
+  void routeWithoutMachine_hasNoEntityOrEvent() {
+    SidecarConfig c = parse(variant("routes:\n", """
+        routes:
+          - name: audit
+            topics: [audit-log]
+            business-key: [/audit_id]
+            target: 127.0.0.1:7001
+        """));
+
+    RouteConfig audit = c.routes().get(0);
+    assertThat(audit.hasMachine()).isFalse();
+    assertThat(audit.machine()).isNull();
+    assertThat(audit.entityId()).isNull();
+    assertThat(audit.event()).isNull();
+    assertThat(c.routes()).extracting(RouteConfig::name).containsExactly("audit", "fulfilment");
+  }
+
+  @Test
+  void redisSection_absent_disablesL1() {
+    SidecarConfig c = parse(variant("redis:\n  uri: redis://redis:6379/0\n", ""));
+
+    assertThat(c.redis().enabled()).isFalse();
+    assertThat(c.redis().uri()).isNull();
+  }
+
+  @Test
+  void mysqlToString_neverShowsThePassword() {
+    assertThat(parse(REFERENCE).mysql().toString()).doesNotContain("s3cret").contains("og@mysql.internal:3306/onceguard");
+  }
+
+  @Test
+  void machineWithCycle_isAllowedAndReportsTheStatesOnIt() {
+    SidecarConfig c = parse(variant("machines:\n", """
+        machines:
+          ticket:
+            states: [open, review, closed]
+            events:
+              open:    { to: open }
+              submit:  { from: [open], to: review }
+              reject:  { from: [review], to: open }
+              approve: { from: [review], to: closed }
+        """));
+
+    assertThat(c.machines().get("ticket").cycles()).containsExactly("states on a cycle: [open, review]");
+    assertThat(c.machines().get("order").cycles()).isEmpty();
+  }
+
+  @Test
+  void eventFrom_singleStateWithoutList_isAccepted() {
+    MachineConfig m = parse(variant("pay:     { from: [created], to: paid }", "pay:     { from: created, to: paid }"))
+        .machines().get("order");
+
+    assertThat(m.events().get("pay").from()).containsExactly("created");
+  }
+
+  // ------------------------------------------------------------------------- unknown keys (typos)
+
+  @Test
+  void unknownTopLevelKey_errorNamesTheKey() {
+    assertRejected(REFERENCE + "rotues: []\n").hasMessage("rotues: unknown setting");
+  }
+
+  @Test
+  void unknownNestedKey_mysqlTypo_errorNamesPath() {
+    assertRejected(variant("  user: og\n", "  user: og\n  pool_size: 4\n")).hasMessage("mysql.pool_size: unknown setting");
+  }
+
+  @Test
+  void unknownNestedKey_routeTypo_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    early-arival-timeout: 5m\n"))
+        .hasMessage("routes[0].early-arival-timeout: unknown setting");
+  }
+
+  @Test
+  void unknownNestedKey_eventTypo_errorNamesPath() {
+    assertRejected(variant("pay:     { from: [created], to: paid }", "pay:     { form: [created], to: paid }"))
+        .hasMessage("machines.order.events.pay.form: unknown setting");
+  }
+
+  @Test
+  void unknownNestedKey_retryTypo_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    retry: { max-atempts: 3 }\n"))
+        .hasMessage("routes[0].retry.max-atempts: unknown setting");
+  }
+
+  @Test
+  void duplicateYamlKey_isRejectedNotSilentlyOverwritten() {
+    // a second 'cancel' must not silently replace the first one
+    String yaml = variant("      cancel:  { from: [created, paid, to_ship], to: cancelled }\n",
+        "      cancel:  { from: [created, paid], to: cancelled }\n      cancel:  { from: [to_ship], to: cancelled }\n");
+
+    assertRejected(yaml).hasMessageStartingWith("test.yaml: not valid YAML: Duplicate field 'cancel' (line ");
+  }
+
+  // ------------------------------------------------------------------------- required settings
+
+  @Test
+  void missingBootstrapServers_errorNamesPath() {
+    assertRejected(variant("  bootstrap-servers: kafka-1:9092,kafka-2:9092\n", ""))
+        .hasMessageStartingWith("kafka.bootstrap-servers: required");
+  }
+
+  @Test
+  void missingKafkaSection_errorNamesPath() {
+    assertRejected(variant("""
+        kafka:
+          bootstrap-servers: kafka-1:9092,kafka-2:9092
+          properties:
+            security.protocol: PLAINTEXT
+        """, "")).hasMessageStartingWith("kafka: required section is missing");
+  }
+
+  @Test
+  void missingMysqlDatabase_errorNamesPath() {
+    assertRejected(variant("  database: onceguard\n", "")).hasMessageStartingWith("mysql.database: required");
+  }
+
+  @Test
+  void mysqlDatabase_notAnIdentifier_errorNamesPath() {
+    assertRejected(variant("database: onceguard", "database: 'og; DROP TABLE x'"))
+        .hasMessageStartingWith("mysql.database: 'og; DROP TABLE x' is not a plain identifier");
+  }
+
+  @Test
+  void noRoutes_isRejected() {
+    assertRejected(REFERENCE.substring(0, REFERENCE.indexOf("routes:"))).hasMessageStartingWith("routes: at least one route");
+  }
+
+  // ------------------------------------------------------------------------- value formats
+
+  @Test
+  void badDuration_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    lease: 30 seconds\n"))
+        .hasMessageStartingWith("routes[0].lease: '30 seconds' is not a duration");
+  }
+
+  @Test
+  void durationWithoutUnit_errorNamesPath() {
+    assertRejected(variant("  uri: redis://redis:6379/0\n", "  uri: redis://redis:6379/0\n  timeout: 50\n"))
+        .hasMessageStartingWith("redis.timeout: '50' is not a duration");
+  }
+
+  @Test
+  void durationTooLarge_errorNamesPathInsteadOfCrashing() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    redis-ttl: 99999999999999999999d\n"))
+        .hasMessageStartingWith("routes[0].redis-ttl: '99999999999999999999d' is not a duration");
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    redis-ttl: 9999999999999999d\n"))
+        .hasMessageStartingWith("routes[0].redis-ttl: '9999999999999999d'");
+  }
+
+  @Test
+  void parseDuration_allUnits() {
+    assertThat(ConfigReader.parseDuration("250ms", "x")).isEqualTo(Duration.ofMillis(250));
+    assertThat(ConfigReader.parseDuration("30s", "x")).isEqualTo(Duration.ofSeconds(30));
+    assertThat(ConfigReader.parseDuration("5m", "x")).isEqualTo(Duration.ofMinutes(5));
+    assertThat(ConfigReader.parseDuration("2h", "x")).isEqualTo(Duration.ofHours(2));
+    assertThat(ConfigReader.parseDuration(" 30d ", "x")).isEqualTo(Duration.ofDays(30));
+  }
+
+  @Test
+  void leaseBelowOneSecond_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    lease: 500ms\n"))
+        .hasMessage("routes[0].lease: must be at least 1s");
+  }
+
+  @Test
+  void portOutOfRange_errorNamesPath() {
+    assertRejected(variant("  host: mysql.internal\n", "  host: mysql.internal\n  port: 70000\n"))
+        .hasMessageStartingWith("mysql.port: 70000 is out of range");
+  }
+
+  @Test
+  void redisUri_notRedisScheme_errorNamesPath() {
+    assertRejected(variant("uri: redis://redis:6379/0", "uri: http://redis:6379")).hasMessageStartingWith("redis.uri: ");
+  }
+
+  @Test
+  void unknownMode_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    mode: poll\n"))
+        .hasMessageStartingWith("routes[0].mode: 'poll' is not one of push, pull");
+  }
+
+  @Test
+  void maxBackoffBelowInitial_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n",
+        "    target: 127.0.0.1:7000\n    retry: { initial-backoff: 5s, max-backoff: 1s }\n"))
+        .hasMessage("routes[0].retry.max-backoff: must not be smaller than initial-backoff");
+  }
+
+  // ------------------------------------------------------------------------- field sources
+
+  @Test
+  void businessKeyEntry_notAJsonPointer_errorNamesPath() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "warehouse_id, /batch_no]"))
+        .hasMessageStartingWith("routes[0].business-key[2]: 'warehouse_id' is not a field source");
+  }
+
+  @Test
+  void businessKeyEntry_keyWithBadPointer_errorNamesPath() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "'key:warehouse_id', /batch_no]"))
+        .hasMessageStartingWith("routes[0].business-key[2]: 'warehouse_id' is not a JSON pointer");
+  }
+
+  @Test
+  void businessKeyEntry_badTildeEscape_errorNamesPath() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "/warehouse~2id, /batch_no]"))
+        .hasMessageStartingWith("routes[0].business-key[2]: '/warehouse~2id' is not a JSON pointer");
+  }
+
+  @Test
+  void businessKeyEntry_duplicateName_errorNamesPath() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "/warehouse_id, /dest/warehouse_id]"))
+        .hasMessageStartingWith("routes[0].business-key[3]: duplicate field name 'warehouse_id'");
+  }
+
+  @Test
+  void businessKey_missing_errorNamesPath() {
+    assertRejected(variant("    business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]\n", ""))
+        .hasMessageStartingWith("routes[0].business-key: required");
+  }
+
+  @Test
+  void entityId_missingOnMachineRoute_errorNamesPath() {
+    assertRejected(variant("    entity-id: /order_id\n", "")).hasMessageStartingWith("routes[0].entity-id: required with a machine");
+  }
+
+  @Test
+  void entityId_onRouteWithoutMachine_errorNamesPath() {
+    assertRejected(variant("    machine: order\n", "")).hasMessageStartingWith("routes[0].entity-id: only meaningful with a 'machine'");
+  }
+
+  @Test
+  void fingerprintExclude_notAValuePointer_errorNamesPath() {
+    assertRejected(variant("fingerprint-exclude: [/message_id, /sent_at]", "fingerprint-exclude: [/message_id, 'header:sent-at']"))
+        .hasMessage("routes[0].fingerprint-exclude[1]: must be a JSON pointer into the value");
+  }
+
+  @Test
+  void fingerprintAndFingerprintExclude_bothGiven_errorNamesPath() {
+    assertRejected(variant("    fingerprint-exclude: [/message_id, /sent_at]\n",
+        "    fingerprint-exclude: [/message_id, /sent_at]\n    fingerprint: [/amount]\n"))
+        .hasMessageStartingWith("routes[0].fingerprint-exclude: give either 'fingerprint'");
+  }
+
+  // ------------------------------------------------------------------------- machines
+
+  @Test
+  void eventFrom_unknownState_errorNamesPath() {
+    assertRejected(variant("pay:     { from: [created], to: paid }", "pay:     { from: [craeted], to: paid }"))
+        .hasMessageStartingWith("machines.order.events.pay.from: unknown state 'craeted'");
+  }
+
+  @Test
+  void eventTo_unknownState_errorNamesPath() {
+    assertRejected(variant("ship:    { from: [to_ship], to: shipped }", "ship:    { from: [to_ship], to: shiped }"))
+        .hasMessageStartingWith("machines.order.events.ship.to: unknown state 'shiped'");
+  }
+
+  @Test
+  void eventFrom_terminalState_errorNamesPath() {
+    assertRejected(variant("cancel:  { from: [created, paid, to_ship], to: cancelled }",
+        "cancel:  { from: [created, paid, to_ship, delivered], to: cancelled }"))
+        .hasMessageStartingWith("machines.order.events.cancel.from: state 'delivered' is terminal");
+  }
+
+  @Test
+  void terminal_unknownState_errorNamesPath() {
+    assertRejected(variant("terminal: [delivered, cancelled]", "terminal: [delivered, canceled]"))
+        .hasMessageStartingWith("machines.order.terminal: unknown state 'canceled'");
+  }
+
+  @Test
+  void state_unreachableFromAnyCreatingEvent_errorNamesPathAndState() {
+    assertRejected(variant("delivered, cancelled]\n    terminal", "delivered, cancelled, refunded]\n    terminal"))
+        .hasMessage("machines.order.states: state 'refunded' is unreachable from any creating event");
+  }
+
+  @Test
+  void machine_withoutCreatingEvent_errorNamesPath() {
+    assertRejected(variant("create:  { to: created }", "create:  { from: [paid], to: created }"))
+        .hasMessageStartingWith("machines.order.events: no creating event");
+  }
+
+  @Test
+  void machine_withoutEvents_errorNamesPath() {
+    assertRejected(variant("machines:\n", """
+        machines:
+          empty:
+            states: [a]
+            events: {}
+        """)).hasMessage("machines.empty.events: a machine needs at least one event");
+  }
+
+  @Test
+  void duplicateState_errorNamesPathWithIndex() {
+    assertRejected(variant("[created, paid, to_ship, shipped", "[created, paid, to_ship, paid, shipped"))
+        .hasMessage("machines.order.states[3]: duplicate state 'paid'");
+  }
+
+  // ------------------------------------------------------------------------- routes
+
+  @Test
+  void duplicateRouteName_errorNamesPath() {
+    assertRejected(REFERENCE + """
+          - name: fulfilment
+            topics: [orders-2]
+            business-key: [/id]
+            target: 127.0.0.1:7001
+        """).hasMessage("routes[1].name: duplicate route name 'fulfilment'");
+  }
+
+  @Test
+  void routeReferencingUnknownMachine_errorNamesPath() {
+    assertRejected(variant("machine: order", "machine: orders")).hasMessageStartingWith("routes[0].machine: unknown machine 'orders'");
+  }
+
+  @Test
+  void pushRouteWithoutTarget_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "")).hasMessageStartingWith("routes[0].target: required in push mode");
+  }
+
+  @Test
+  void target_notHostPort_errorNamesPath() {
+    assertRejected(variant("target: 127.0.0.1:7000", "target: business")).hasMessage("routes[0].target: 'business' is not host:port");
+  }
+
+  @Test
+  void escalationTopicEqualToSourceTopic_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    escalation-topic: orders\n"))
+        .hasMessage("routes[0].escalation-topic: 'orders' is also a source topic of this route");
+  }
+
+  @Test
+  void topic_invalidName_errorNamesPathWithIndex() {
+    assertRejected(variant("topics: [orders]", "topics: [orders, 'bad topic']"))
+        .hasMessageStartingWith("routes[0].topics[1]: 'bad topic' is not a valid Kafka topic name");
+  }
+
+  @Test
+  void constantEvent_notAnEventOfTheMachine_errorNamesPath() {
+    assertRejected(variant("event: header:event-type", "event: const:refund"))
+        .hasMessageStartingWith("routes[0].event: constant event 'refund' is not an event of machine 'order'");
+  }
+
+  // ------------------------------------------------------------------------- ${ENV} expansion
+
+  @Test
+  void envReference_isExpanded() {
+    assertThat(parse(REFERENCE).mysql().password()).isEqualTo("s3cret");
+  }
+
+  @Test
+  void envReferenceWithDefault_unsetVariable_usesDefault() {
+    SidecarConfig c = parse(variant("host: mysql.internal", "host: ${MYSQL_HOST:-db.local}"));
+
+    assertThat(c.mysql().host()).isEqualTo("db.local");
+  }
+
+  @Test
+  void envReferenceWithDefault_setVariable_usesVariable() {
+    SidecarConfig c = new ConfigReader(Map.of("DB_PASSWORD", "p", "MYSQL_HOST", "db-7.prod"))
+        .parse(variant("host: mysql.internal", "host: ${MYSQL_HOST:-db.local}"), "test.yaml");
+
+    assertThat(c.mysql().host()).isEqualTo("db-7.prod");
+  }
+
+  @Test
+  void envReference_insideLongerTextAndLists_isExpanded() {
+    SidecarConfig c = new ConfigReader(Map.of("DB_PASSWORD", "p", "KAFKA", "k1", "ENV", "prod"))
+        .parse(variant("bootstrap-servers: kafka-1:9092,kafka-2:9092", "bootstrap-servers: ${KAFKA}:9092,${KAFKA2:-k2}:9092")
+            .replace("topics: [orders]", "topics: ['orders-${ENV}']"), "test.yaml");
+
+    assertThat(c.kafka().bootstrapServers()).isEqualTo("k1:9092,k2:9092");
+    assertThat(c.routes().get(0).topics()).containsExactly("orders-prod");
+    assertThat(c.routes().get(0).escalationTopic()).isEqualTo("orders-prod.escalate");
+  }
+
+  @Test
+  void envReferenceWithEmptyDefault_expandsToEmpty() {
+    SidecarConfig c = new ConfigReader(Map.of()).parse(variant("${DB_PASSWORD}", "${DB_PASSWORD:-}"), "test.yaml");
+
+    assertThat(c.mysql().password()).isEmpty();
+  }
+
+  @Test
+  void envReference_unsetWithoutDefault_errorNamesPathAndVariable() {
+    assertThatThrownBy(() -> new ConfigReader(Map.of()).parse(REFERENCE, "test.yaml"))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith("mysql.password: environment variable DB_PASSWORD is not set");
+  }
+
+  @Test
+  void envReference_unsetInBusinessKey_errorNamesPath() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "'${WH_FIELD}', /batch_no]"))
+        .hasMessageStartingWith("routes[0].business-key[2]: environment variable WH_FIELD is not set");
+  }
+
+  @Test
+  void envReference_unsetInTopicList_errorNamesPathWithIndex() {
+    assertRejected(variant("topics: [orders]", "topics: [orders, 'orders-${REGION}']"))
+        .hasMessageStartingWith("routes[0].topics[1]: environment variable REGION is not set");
+  }
+
+  // ------------------------------------------------------------------------- document level
+
+  @Test
+  void notYaml_errorNamesTheSource() {
+    assertThatThrownBy(() -> parse("kafka: [unclosed"))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith("test.yaml: not valid YAML");
+  }
+
+  @Test
+  void notAMapping_errorNamesTheSource() {
+    assertThatThrownBy(() -> parse("- just\n- a list\n"))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage("test.yaml: the configuration must be a YAML mapping");
+  }
+
+  @Test
+  void parsedConfig_isImmutable() {
+    SidecarConfig c = parse(REFERENCE);
+
+    assertThatThrownBy(() -> c.routes().add(c.routes().get(0))).isInstanceOf(UnsupportedOperationException.class);
+    assertThatThrownBy(() -> c.machines().clear()).isInstanceOf(UnsupportedOperationException.class);
+    assertThatThrownBy(() -> c.machines().get("order").events().clear()).isInstanceOf(UnsupportedOperationException.class);
+  }
+}
