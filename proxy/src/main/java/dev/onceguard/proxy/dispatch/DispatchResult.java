@@ -25,6 +25,11 @@ public record DispatchResult(Kind kind, String message, Duration retryAfter) {
     return new DispatchResult(Kind.RETRY, message, Duration.ZERO);
   }
 
+  /** A retry after at least {@code retryAfter}, as the business asked (zero: the caller's backoff). */
+  public static DispatchResult retry(String message, Duration retryAfter) {
+    return new DispatchResult(Kind.RETRY, message, retryAfter);
+  }
+
   public static DispatchResult reject(String message) {
     return new DispatchResult(Kind.REJECT, message, Duration.ZERO);
   }

@@ -1,5 +1,271 @@
 package dev.onceguard.proxy.ops;
 
-public final class Main {
-  public static void main(String[] args) {}
+import dev.onceguard.proxy.config.ConfigException;
+import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.MachineConfig;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.pipeline.ConsumerProperties;
+import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.Migrations;
+import dev.onceguard.proxy.time.Clock;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * Command line: {@code onceguard run --config FILE}, {@code onceguard validate --config FILE} and
+ * {@code onceguard migrate --config FILE}.
+ *
+ * <p>Exit codes: 0 success (for {@code run}: stopped by SIGTERM/SIGINT after a drain); 1 runtime
+ * failure (a route consumer died, the port could not be bound); 2 bad configuration or usage.
+ * Configuration errors print {@code config error: <message>} on stderr, without a stack trace.
+ */
+@Command(name = "onceguard", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+    description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
+    subcommands = {Main.Run.class, Main.Validate.class, Main.Migrate.class})
+public final class Main implements Runnable {
+  static final int EXIT_OK = 0;
+  static final int EXIT_FAILURE = 1;
+  static final int EXIT_CONFIG = 2;
+
+  @Spec
+  CommandSpec spec;
+
+  public static void main(String[] args) {
+    System.exit(commandLine().execute(args));
+  }
+
+  /** The configured command line; tests call {@code execute} on it with their own writers. */
+  static CommandLine commandLine() {
+    return new CommandLine(new Main());
+  }
+
+  @Override
+  public void run() {
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run or validate");
+  }
+
+  /** Reads the configuration, or prints the error and returns null. */
+  static SidecarConfig readConfig(Path file, PrintWriter err) {
+    try {
+      return new ConfigReader().read(file);
+    } catch (ConfigException e) {
+      err.println("config error: " + e.getMessage());
+      err.flush();
+      return null;
+    }
+  }
+
+  @Command(name = "validate", mixinStandardHelpOptions = true,
+      description = "Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).")
+  static final class Validate implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
+    Path config;
+
+    @Override
+    public Integer call() {
+      PrintWriter out = spec.commandLine().getOut();
+      SidecarConfig cfg = readConfig(config, spec.commandLine().getErr());
+      if (cfg == null) {
+        return EXIT_CONFIG;
+      }
+      out.print(summary(config, cfg));
+      out.flush();
+      return EXIT_OK;
+    }
+  }
+
+  @Command(name = "migrate", mixinStandardHelpOptions = true,
+      description = "Apply the versioned MySQL schema migration and exit (also done by run when mysql.migrate-on-start).")
+  static final class Migrate implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
+    Path config;
+
+    @Override
+    public Integer call() {
+      PrintWriter err = spec.commandLine().getErr();
+      SidecarConfig cfg = readConfig(config, err);
+      if (cfg == null) {
+        return EXIT_CONFIG;
+      }
+      try (Db db = new Db(cfg.mysql())) {
+        int v = new Migrations(db, cfg.mysql().tablePrefix()).migrate();
+        spec.commandLine().getOut().println("schema version " + v + " (" + cfg.mysql() + ")");
+        spec.commandLine().getOut().flush();
+        return EXIT_OK;
+      } catch (RuntimeException e) {
+        err.println("error: migration failed: " + e.getMessage());
+        err.flush();
+        return EXIT_FAILURE;
+      }
+    }
+  }
+
+  @Command(name = "run", mixinStandardHelpOptions = true,
+      description = "Run the sidecar until SIGTERM or SIGINT, then drain and exit.")
+  static final class Run implements Callable<Integer> {
+    private static final Logger log = LoggerFactory.getLogger(Run.class);
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
+    Path config;
+
+    @Override
+    public Integer call() throws InterruptedException {
+      PrintWriter err = spec.commandLine().getErr();
+      SidecarConfig cfg = readConfig(config, err);
+      if (cfg == null) {
+        return EXIT_CONFIG;
+      }
+      GuardRuntime runtime;
+      try {
+        runtime = new GuardRuntime(cfg, Clock.SYSTEM);
+      } catch (RuntimeException e) {
+        err.println("error: cannot start the guard (MySQL " + cfg.mysql() + "): " + e.getMessage());
+        err.flush();
+        return EXIT_FAILURE;
+      }
+      VerdictStats stats = new VerdictStats();
+      java.util.concurrent.ScheduledExecutorService statsLog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "onceguard-stats");
+        t.setDaemon(true);
+        return t;
+      });
+      statsLog.scheduleAtFixedRate(() -> {
+        String s = stats.snapshot();
+        if (!s.isEmpty()) {
+          log.info("verdicts so far: {}", s);
+        }
+      }, 30, 30, java.util.concurrent.TimeUnit.SECONDS);
+      // the cleanup runs inside runUntilStopped, before the exit code is released to the shutdown
+      // hook (which halts the JVM): the producer, pools and clients close on SIGTERM too
+      return runUntilStopped(new Sidecar(cfg, runtime.processors(stats), runtime.services()), err, () -> {
+        statsLog.shutdownNow();
+        try {
+          runtime.close();
+        } catch (RuntimeException e) {
+          log.warn("closing the guard's resources failed: {}", e.toString());
+        }
+        log.info("final verdict counts: {}", stats.snapshot());
+      });
+    }
+
+    /**
+     * Starts the sidecar and blocks until a signal (through a shutdown hook) or a route failure,
+     * then drains. The hook is in place before start-up, so a signal during start-up still drains.
+     * On a signal the JVM is already exiting with 128+signal; the hook waits for the drain and
+     * halts with our own code instead, so a clean drain exits 0.
+     */
+    private static int runUntilStopped(Sidecar sidecar, PrintWriter err, Runnable afterStop) throws InterruptedException {
+      CountDownLatch stop = new CountDownLatch(1);
+      CompletableFuture<Integer> exitCode = new CompletableFuture<>();
+      Thread hook = new Thread(() -> {
+        log.info("stop signal received");
+        stop.countDown();
+        Runtime.getRuntime().halt(exitCode.join());
+      }, "onceguard-shutdown");
+      Runtime.getRuntime().addShutdownHook(hook);
+      int code = EXIT_FAILURE;
+      try {
+        try {
+          sidecar.start();
+        } catch (ConfigException e) {
+          err.println("config error: " + e.getMessage());
+          err.flush();
+          code = EXIT_CONFIG;
+          return code;
+        } catch (IOException e) {
+          err.println("error: " + e.getMessage());
+          err.flush();
+          return code;
+        }
+        sidecar.failure().thenRun(stop::countDown);
+        stop.await();
+        boolean failed = sidecar.failure().toCompletableFuture().isDone();
+        try {
+          sidecar.close();
+          code = failed ? EXIT_FAILURE : EXIT_OK;
+        } catch (RuntimeException e) {
+          log.error("shutdown failed", e);
+        }
+        return code;
+      } finally {
+        afterStop.run();
+        exitCode.complete(code);
+        try {
+          Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shuttingDown) {
+          // the hook runs and halts the JVM with our code; returning would call System.exit,
+          // which blocks during a shutdown anyway
+          hook.join();
+        }
+      }
+    }
+  }
+
+  static String summary(Path file, SidecarConfig c) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("configuration ").append(file).append(" is valid\n");
+    sb.append("sidecar: instance-id=").append(c.instanceId()).append(", grpc-listen=").append(c.grpcListen())
+        .append(", shutdown-timeout=").append(c.shutdownTimeout()).append(", commit-interval=").append(c.commitInterval()).append('\n');
+    sb.append("kafka: ").append(c.kafka().bootstrapServers()).append(", ").append(c.kafka().properties().size())
+        .append(" extra properties\n");
+    sb.append("mysql: ").append(c.mysql()).append('\n');
+    sb.append("redis: ").append(c.redis().enabled() ? withoutUserInfo(c.redis().uri()) : "disabled (no L1 cache)").append('\n');
+    for (MachineConfig m : c.machines().values()) {
+      sb.append("machine ").append(m.name()).append(": ").append(m.states().size()).append(" states, ")
+          .append(m.events().size()).append(" events").append(m.cycles().isEmpty() ? "" : ", " + String.join("; ", m.cycles()))
+          .append('\n');
+    }
+    for (RouteConfig r : c.routes()) {
+      sb.append("route ").append(r.name()).append(": topics ").append(r.topics()).append(", group ").append(r.group())
+          .append(", ").append(r.mode().name().toLowerCase(java.util.Locale.ROOT))
+          .append(r.target() == null ? "" : " -> " + r.target())
+          .append(r.hasMachine() ? ", machine " + r.machine() : ", no machine")
+          .append(", business-key ").append(r.businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
+          .append(", in flight ").append(r.maxInFlightPerPartition()).append("/partition ").append(r.maxInFlight()).append(" total\n");
+      for (String w : ConsumerProperties.of(c, r).ignored()) {
+        sb.append("warning: ").append(w).append('\n');
+      }
+    }
+    return sb.toString();
+  }
+
+  private static String withoutUserInfo(String uri) {
+    try {
+      URI u = URI.create(uri);
+      return u.getUserInfo() == null ? uri : uri.replace(u.getRawUserInfo() + "@", "***@");
+    } catch (IllegalArgumentException e) {
+      return "(unparseable uri)";
+    }
+  }
+
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String v = Main.class.getPackage().getImplementationVersion();
+      return new String[] {"onceguard " + (v == null ? "(development build)" : v)};
+    }
+  }
 }

@@ -295,7 +295,21 @@ public final class MysqlGuardStore implements GuardStore {
                 : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
                         + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
                     nowMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true)))
+        .flatMap(ok -> ok ? Mono.just(true) : confirmedEarlier(claim))
         .toFuture();
+  }
+
+  /**
+   * Whether the claim is DONE under this owner already: a confirm whose COMMIT reached the server
+   * but whose answer was lost (connection killed) is retried, and the retry finds nothing PENDING.
+   * That is success, not a lost claim. DONE rows keep their owner, so a claim another owner took
+   * over and confirmed still answers false. Costs a round trip only when the UPDATE matched nothing.
+   */
+  private Mono<Boolean> confirmedEarlier(Claim claim) {
+    return db.autocommit(c -> Db.query(c, "SELECT status, owner FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
+            r -> "DONE".equals(r.get(0, String.class)) && claim.owner().equals(r.get(1, String.class)),
+            claim.route(), claim.dedupKey()))
+        .map(rows -> !rows.isEmpty() && rows.get(0));
   }
 
   @Override

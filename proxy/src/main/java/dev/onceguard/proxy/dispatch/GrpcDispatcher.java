@@ -1,0 +1,179 @@
+package dev.onceguard.proxy.dispatch;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import dev.onceguard.v1.Delivery;
+import dev.onceguard.v1.HandleResult;
+import dev.onceguard.v1.MessageHandlerGrpc;
+import dev.onceguard.v1.MessageHandlerGrpc.MessageHandlerFutureStub;
+import io.grpc.ConnectivityState;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import java.time.Duration;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Push-mode {@link Dispatcher}: calls the business container's {@code MessageHandler.Handle} over
+ * one plaintext channel to {@code host:port} (the business runs next to the sidecar, in the same
+ * pod) and maps the answer:
+ *
+ * <table>
+ *   <caption>mapping</caption>
+ *   <tr><th>business answer</th><th>result</th></tr>
+ *   <tr><td>{@code OK} result, or status {@code ALREADY_EXISTS}</td><td>OK</td></tr>
+ *   <tr><td>{@code RETRY} result (with its {@code retry_after_ms})</td><td>RETRY</td></tr>
+ *   <tr><td>{@code REJECT} result, status {@code INVALID_ARGUMENT} or {@code FAILED_PRECONDITION}</td><td>REJECT</td></tr>
+ *   <tr><td>{@code OUTCOME_UNSPECIFIED}, and every other status ({@code UNAVAILABLE},
+ *       {@code DEADLINE_EXCEEDED}, {@code RESOURCE_EXHAUSTED}, {@code INTERNAL}, …)</td><td>RETRY</td></tr>
+ * </table>
+ *
+ * <p>An unknown failure is a RETRY, not a REJECT: a rejection escalates the record and aborts its
+ * claim, which must only follow an explicit "no" from the business, never a crash or a bug.
+ *
+ * <p>Threading: {@link #dispatch} may be called from any thread and never blocks; results complete
+ * on gRPC's transport threads, so continuations must not block. Cancelling the returned stage's
+ * {@code toCompletableFuture()} cancels the call (the business sees its context cancelled).
+ *
+ * <p>Ownership: this object creates and owns its channel; {@link #close()} shuts it down
+ * (graceful, then forced), which fails the calls still running with a RETRY.
+ */
+public final class GrpcDispatcher implements Dispatcher {
+  private static final Logger log = LoggerFactory.getLogger(GrpcDispatcher.class);
+  private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
+
+  private final String target;
+  private final ManagedChannel channel;
+  private final MessageHandlerFutureStub stub;
+
+  /**
+   * Takes ownership of {@code channel} (tests pass an in-process channel).
+   *
+   * @param target what the channel points at, for logs and messages
+   */
+  public GrpcDispatcher(String target, ManagedChannel channel) {
+    this.target = target;
+    this.channel = channel;
+    this.stub = MessageHandlerGrpc.newFutureStub(channel);
+  }
+
+  /** A plaintext channel to {@code host:port} (a validated route target). */
+  public static GrpcDispatcher forTarget(String hostPort) {
+    int colon = hostPort.lastIndexOf(':');
+    if (colon <= 0) {
+      throw new IllegalArgumentException("target is not host:port: '" + hostPort + "'");
+    }
+    String host = hostPort.substring(0, colon);
+    int port = Integer.parseInt(hostPort.substring(colon + 1));
+    ManagedChannel ch = Grpc.newChannelBuilderForAddress(host, port, InsecureChannelCredentials.create())
+        .userAgent("onceguard-sidecar")
+        .build();
+    return new GrpcDispatcher(hostPort, ch);
+  }
+
+  @Override
+  public CompletionStage<DispatchResult> dispatch(Delivery delivery, Duration timeout) {
+    // A channel that failed to connect waits out gRPC's own reconnect backoff (up to 2 minutes)
+    // and fails calls fast meanwhile. Our callers already pace retries with their own backoff, so
+    // let each retry try to reconnect: a business that came back is used at the next attempt.
+    if (channel.getState(false) == ConnectivityState.TRANSIENT_FAILURE) {
+      channel.resetConnectBackoff();
+    }
+    ListenableFuture<HandleResult> call;
+    try {
+      call = stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS).handle(delivery);
+    } catch (RuntimeException e) {
+      // e.g. the channel was shut down: the contract is a result, never an exception
+      return CompletableFuture.completedFuture(fromStatus(Status.fromThrowable(e)));
+    }
+    CallFuture result = new CallFuture(call);
+    call.addListener(() -> result.complete(resultOf(call)), Runnable::run);
+    return result;
+  }
+
+  private static DispatchResult resultOf(ListenableFuture<HandleResult> call) {
+    try {
+      return fromResult(call.get());
+    } catch (ExecutionException e) {
+      return fromStatus(Status.fromThrowable(e.getCause()));
+    } catch (CancellationException e) {
+      return DispatchResult.retry("call cancelled");
+    } catch (InterruptedException e) {
+      // cannot happen: the listener runs once the future is done
+      Thread.currentThread().interrupt();
+      return DispatchResult.retry("interrupted");
+    }
+  }
+
+  /** Maps a business answer. Package-private for tests. */
+  static DispatchResult fromResult(HandleResult r) {
+    return switch (r.getOutcome()) {
+      case OK -> DispatchResult.ok();
+      case RETRY -> DispatchResult.retry(
+          messageOr(r.getMessage(), "business asked to retry"),
+          // uint32 on the wire: read it unsigned
+          Duration.ofMillis(Integer.toUnsignedLong(r.getRetryAfterMs())));
+      case REJECT -> DispatchResult.reject(messageOr(r.getMessage(), "business rejected the record"));
+      case OUTCOME_UNSPECIFIED, UNRECOGNIZED -> DispatchResult.retry(
+          "business returned no outcome (HandleResult.outcome unset or unknown)");
+    };
+  }
+
+  /** Maps a failed call. Package-private for tests. */
+  static DispatchResult fromStatus(Status s) {
+    String text = s.getCode() + (s.getDescription() == null ? "" : ": " + s.getDescription());
+    return switch (s.getCode()) {
+      case OK, ALREADY_EXISTS -> DispatchResult.ok();
+      case INVALID_ARGUMENT, FAILED_PRECONDITION -> DispatchResult.reject("business call failed: " + text);
+      default -> DispatchResult.retry("business call failed: " + text);
+    };
+  }
+
+  private static String messageOr(String m, String def) {
+    return m == null || m.isEmpty() ? def : m;
+  }
+
+  @Override
+  public void close() {
+    channel.shutdown();
+    try {
+      if (!channel.awaitTermination(CLOSE_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.warn("channel to {} did not terminate within {}; cancelling the calls still running", target, CLOSE_GRACE);
+        channel.shutdownNow();
+        if (!channel.awaitTermination(CLOSE_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+          log.warn("channel to {} still not terminated after shutdownNow", target);
+        }
+      }
+    } catch (InterruptedException e) {
+      channel.shutdownNow();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "GrpcDispatcher[" + target + "]";
+  }
+
+  /** Completes with the mapped result; cancelling it cancels the RPC. */
+  private static final class CallFuture extends CompletableFuture<DispatchResult> {
+    private final ListenableFuture<HandleResult> call;
+
+    CallFuture(ListenableFuture<HandleResult> call) {
+      this.call = call;
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+      boolean c = super.cancel(mayInterruptIfRunning);
+      call.cancel(true);
+      return c;
+    }
+  }
+}

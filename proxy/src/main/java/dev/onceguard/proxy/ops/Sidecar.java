@@ -1,0 +1,250 @@
+package dev.onceguard.proxy.ops;
+
+import dev.onceguard.proxy.config.ConfigException;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.dispatch.Dispatcher;
+import dev.onceguard.proxy.dispatch.GrpcDispatcher;
+import dev.onceguard.proxy.pipeline.ConsumerProperties;
+import dev.onceguard.proxy.pipeline.DeliveryIds;
+import dev.onceguard.proxy.pipeline.ProcessorFactory;
+import dev.onceguard.proxy.pipeline.RecordProcessor;
+import dev.onceguard.proxy.pipeline.RouteConsumer;
+import dev.onceguard.proxy.pipeline.RouteContext;
+import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.time.ExecutorScheduler;
+import io.grpc.BindableService;
+import io.grpc.InsecureServerCredentials;
+import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running sidecar: per route a {@link Dispatcher}, a {@link RecordProcessor} (from the
+ * {@link ProcessorFactory}) and a {@link RouteConsumer}; and a gRPC server on
+ * {@code sidecar.grpc-listen} serving the standard {@code grpc.health.v1.Health} service (overall
+ * service name {@code ""}) plus any extra services given.
+ *
+ * <p>Readiness: {@code NOT_SERVING} until every route consumer has started, then {@code SERVING};
+ * back to {@code NOT_SERVING} first thing on {@link #close()} (before draining, so traffic and
+ * orchestrators see it early) and as soon as any route consumer fails.
+ *
+ * <p>Threading: {@link #start()} and {@link #close()} are synchronized and blocking; the other
+ * methods may be called from any thread. Ownership: creates and closes everything it starts
+ * (consumers, dispatchers, the timer, the server, and processors that are {@link AutoCloseable});
+ * the factory and the extra services belong to the caller.
+ */
+public final class Sidecar implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Sidecar.class);
+  private static final long SERVER_GRACE_SECONDS = 5;
+  /** Health service name for the sidecar as a whole. */
+  public static final String HEALTH_SERVICE = "";
+
+  private enum State { NEW, STARTED, CLOSED }
+
+  private final SidecarConfig config;
+  private final ProcessorFactory processors;
+  private final List<BindableService> services;
+  private final Clock clock;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private final CompletableFuture<Throwable> failure = new CompletableFuture<>();
+  private final List<Route> routes = new ArrayList<>();
+  private State state = State.NEW;
+  private ExecutorScheduler scheduler;
+  private volatile Server server;
+
+  public Sidecar(SidecarConfig config, ProcessorFactory processors) {
+    this(config, processors, List.of());
+  }
+
+  /** @param services extra gRPC services served next to health (the Guard API, pull deliveries) */
+  public Sidecar(SidecarConfig config, ProcessorFactory processors, List<BindableService> services) {
+    this.config = config;
+    this.processors = processors;
+    this.services = List.copyOf(services);
+    this.clock = Clock.SYSTEM;
+  }
+
+  /**
+   * Binds the gRPC server, builds every route and starts consuming. On failure everything started
+   * so far is closed again.
+   *
+   * @throws ConfigException if a route cannot be built from the configuration (message names it)
+   * @throws IOException if the gRPC port cannot be bound
+   */
+  public synchronized void start() throws IOException {
+    if (state != State.NEW) {
+      throw new IllegalStateException("sidecar already " + state.name().toLowerCase(java.util.Locale.ROOT));
+    }
+    state = State.STARTED;
+    try {
+      health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+      server = startServer();
+      scheduler = new ExecutorScheduler("onceguard-timer");
+      DeliveryIds ids = DeliveryIds.random();
+      for (RouteConfig rc : config.routes()) {
+        Route r = new Route(rc);
+        // registered before it is complete, so that a failure half-way still closes its parts
+        routes.add(r);
+        build(r, ids);
+      }
+      for (Route r : routes) {
+        r.consumer.start();
+        r.consumer.terminated().whenComplete((v, e) -> {
+          if (e != null) {
+            routeFailed(r.config, e);
+          }
+        });
+      }
+      health.setStatus(HEALTH_SERVICE, ServingStatus.SERVING);
+      log.info("sidecar {} started: {} route(s), gRPC on {}:{}", config.instanceId(), routes.size(),
+          hostOf(config.grpcListen()), server.getPort());
+    } catch (IOException | RuntimeException e) {
+      closeResources();
+      state = State.CLOSED;
+      throw e;
+    }
+  }
+
+  private Server startServer() throws IOException {
+    String host = hostOf(config.grpcListen());
+    int port = Integer.parseInt(config.grpcListen().substring(config.grpcListen().lastIndexOf(':') + 1));
+    NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), InsecureServerCredentials.create())
+        .addService(health.getHealthService());
+    services.forEach(b::addService);
+    try {
+      return b.build().start();
+    } catch (IOException e) {
+      throw new IOException("cannot listen on sidecar.grpc-listen " + config.grpcListen() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private void build(Route r, DeliveryIds ids) {
+    RouteConfig rc = r.config;
+    r.dispatcher = rc.mode() == RouteConfig.Mode.PUSH ? GrpcDispatcher.forTarget(rc.target()) : null;
+    r.processor = processors.create(new RouteContext(config, rc, r.dispatcher, scheduler, clock, ids));
+    ConsumerProperties props = ConsumerProperties.of(config, rc);
+    props.ignored().forEach(log::warn);
+    KafkaConsumer<byte[], byte[]> kc;
+    try {
+      kc = new KafkaConsumer<>(props.values());
+    } catch (org.apache.kafka.common.KafkaException e) {
+      // a bad kafka.properties value is a configuration error; Kafka may wrap it
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof org.apache.kafka.common.config.ConfigException ce) {
+          throw new ConfigException("kafka.properties (route '" + rc.name() + "'): " + ce.getMessage(), e);
+        }
+      }
+      throw e;
+    }
+    r.consumer = new RouteConsumer(RouteConsumer.Settings.of(config, rc), kc, r.processor, clock);
+  }
+
+  private void routeFailed(RouteConfig rc, Throwable e) {
+    health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+    log.error("route {} stopped after a failure; readiness is NOT_SERVING", rc.name());
+    failure.complete(e);
+  }
+
+  /** The port the gRPC server is bound to (useful when the configuration says port 0). */
+  public int grpcPort() {
+    Server server = this.server;
+    if (server == null) {
+      throw new IllegalStateException("not started");
+    }
+    return server.getPort();
+  }
+
+  /**
+   * Completes with the cause when a route consumer failed (its route consumes nothing more; the
+   * process should stop and be restarted). Never completes on a clean close.
+   */
+  public CompletionStage<Throwable> failure() {
+    return failure;
+  }
+
+  /**
+   * Readiness off, then drains every route in parallel (each up to {@code sidecar.shutdown-timeout}),
+   * commits, and releases everything. Idempotent.
+   */
+  @Override
+  public synchronized void close() {
+    if (state != State.STARTED) {
+      state = State.CLOSED;
+      return;
+    }
+    state = State.CLOSED;
+    health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+    log.info("sidecar stopping: readiness NOT_SERVING, draining {} route(s) (up to {})", routes.size(), config.shutdownTimeout());
+    closeResources();
+    log.info("sidecar stopped");
+  }
+
+  private void closeResources() {
+    // stop all consumers first so that their drains overlap
+    for (Route r : routes) {
+      if (r.consumer != null) {
+        r.consumer.requestStop();
+      }
+    }
+    for (Route r : routes) {
+      if (r.consumer != null) {
+        r.consumer.close();
+      }
+      if (r.processor instanceof AutoCloseable c) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          log.warn("route {}: closing the processor failed", r.config.name(), e);
+        }
+      }
+      if (r.dispatcher != null) {
+        r.dispatcher.close();
+      }
+    }
+    routes.clear();
+    if (scheduler != null) {
+      scheduler.close();
+    }
+    health.enterTerminalState();
+    if (server != null) {
+      server.shutdown();
+      try {
+        if (!server.awaitTermination(SERVER_GRACE_SECONDS, TimeUnit.SECONDS)) {
+          server.shutdownNow();
+          server.awaitTermination(SERVER_GRACE_SECONDS, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        server.shutdownNow();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private static String hostOf(String hostPort) {
+    return hostPort.substring(0, hostPort.lastIndexOf(':'));
+  }
+
+  /** One route's parts; fields are null until built. */
+  private static final class Route {
+    final RouteConfig config;
+    Dispatcher dispatcher;
+    RecordProcessor processor;
+    RouteConsumer consumer;
+
+    Route(RouteConfig config) {
+      this.config = config;
+    }
+  }
+}
