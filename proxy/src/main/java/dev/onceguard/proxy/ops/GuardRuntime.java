@@ -39,6 +39,7 @@ public final class GuardRuntime implements AutoCloseable {
   private final Guard guard;
   private final Escalator escalator;
   private final PullHub pullHub;
+  private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
 
   public GuardRuntime(SidecarConfig config, Clock clock) {
@@ -61,6 +62,21 @@ public final class GuardRuntime implements AutoCloseable {
     this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.pullHub = new PullHub(config);
+    // the decision log is bounded: rows older than mysql.decision-retention go, in small batches
+    this.housekeeping = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "onceguard-housekeeping");
+      t.setDaemon(true);
+      return t;
+    });
+    long retention = config.mysql().decisionRetention().toMillis();
+    housekeeping.scheduleWithFixedDelay(() -> guard.store().purgeDecisions(clock.nowMillis() - retention)
+        .whenComplete((n, e) -> {
+          if (e != null) {
+            log.warn("decision log purge failed (retried later): {}", e.toString());
+          } else if (n > 0) {
+            log.info("purged {} decision log rows older than {}", n, config.mysql().decisionRetention());
+          }
+        }), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
     this.guardService = new GuardService(config, guard);
     log.info("guard ready: owner {}", owner);
   }
@@ -97,6 +113,7 @@ public final class GuardRuntime implements AutoCloseable {
 
   @Override
   public void close() {
+    housekeeping.shutdownNow();
     try {
       pullHub.close();
       escalator.close();
