@@ -6,8 +6,9 @@ import java.util.Map;
 
 /**
  * The YAML of a sidecar with one push route, as an operator would write it, parsed by the real
- * {@link ConfigReader}. Timings are short so that tests stay fast. MySQL and Redis sections are
- * only there because the reader requires them; forwarding never connects to them.
+ * {@link ConfigReader}. Timings are short so that tests stay fast. The route has no machine (L1 +
+ * L2 only) and a name unique to this config, so that its ledger rows and Redis keys never meet
+ * those of another run in the shared {@code test} database.
  */
 public final class ForwardConfig {
   private String topic;
@@ -19,6 +20,12 @@ public final class ForwardConfig {
   private int maxInFlightPerPartition = 64;
   private int maxInFlight = 512;
   private String grpcListen = "127.0.0.1:0";
+  private final String routeName = "fwd-" + ItEnv.uniqueSuffix();
+
+  /** The route's name, unique to this config. */
+  public String routeName() {
+    return routeName;
+  }
 
   public static ForwardConfig route(String topic, String group, String target) {
     ForwardConfig c = new ForwardConfig();
@@ -72,7 +79,7 @@ public final class ForwardConfig {
         redis:
           uri: %s
         routes:
-          - name: forward
+          - name: %s
             topics: [%s]
             group: %s
             business-key: [key]
@@ -85,7 +92,7 @@ public final class ForwardConfig {
               max-backoff: 500ms
         """.formatted(ItEnv.uniqueSuffix(), grpcListen, shutdownTimeout, commitInterval, ItEnv.kafkaBootstrap(),
         ItEnv.mysqlHost(), ItEnv.mysqlPort(), ItEnv.mysqlDatabase(), ItEnv.redisUri(),
-        topic, group, target, handlerTimeout, maxInFlightPerPartition, maxInFlight);
+        routeName, topic, group, target, handlerTimeout, maxInFlightPerPartition, maxInFlight);
   }
 
   public SidecarConfig build() {

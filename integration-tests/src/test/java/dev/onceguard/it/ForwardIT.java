@@ -84,7 +84,8 @@ class ForwardIT {
       String group = "forward-it-" + ItEnv.uniqueSuffix();
       kafka.produce(records(topic));
 
-      Sidecar sidecar = new Sidecar(ForwardConfig.route(topic, group, business.target()).build(), ProcessorFactory.forwarding());
+      ForwardConfig config = ForwardConfig.route(topic, group, business.target());
+      Sidecar sidecar = new Sidecar(config.build(), ProcessorFactory.forwarding());
       long t0 = System.nanoTime();
       try {
         sidecar.start();
@@ -107,7 +108,7 @@ class ForwardIT {
         assertThat(byCoordinates.keySet()).isEqualTo(expected.keySet());
         for (Delivery d : delivered) {
           assertThat(d.getRecord()).isEqualTo(expected.get(RecordingBusiness.coordinatesOf(d.getRecord())));
-          assertThat(d.getRoute()).isEqualTo("forward");
+          assertThat(d.getRoute()).isEqualTo(config.routeName());
           assertThat(d.getAttempt()).isEqualTo(1);
           assertThat(d.getRedelivery()).isFalse();
         }

@@ -87,6 +87,10 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       return;
     }
     ExtractedEvent e = ((Extraction.Ok) x).event();
+    claim(route, e, source, out, false);
+  }
+
+  private void claim(RouteConfig route, ExtractedEvent e, Source source, StreamObserver<SubmitResponse> out, boolean retried) {
     guard.claim(route, e, source).whenComplete((r, err) -> {
       if (err != null) {
         out.onError(statusOf(err).asRuntimeException());
@@ -109,6 +113,9 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         guard.record(j.verdict(), source);
         out.onNext(SubmitResponse.newBuilder().setVerdict(j.verdict()).build());
         out.onCompleted();
+      } else if (!retried && releaseExpired(route.name(), e.dedupKey())) {
+        // the key was held by an expired claim of this process; released, it can be taken over
+        claim(route, e, source, out, true);
       } else {
         ClaimResult.Wait w = (ClaimResult.Wait) r;
         String why = switch (w.kind()) {
@@ -193,6 +200,19 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         out.onCompleted();
       }
     });
+  }
+
+  /**
+   * Releases this process's expired claims on one key; true if there was one. A Kafka record
+   * whose claim expires is redelivered by Kafka, but nothing redelivers a submission whose caller
+   * went away, so an expired, never completed claim must not keep its key "active in this
+   * process" (the guard would then answer "busy" to the caller's retry until the next sweep).
+   * Scans the tokens, so it runs only when a claim was refused.
+   */
+  private boolean releaseExpired(String route, String dedupKey) {
+    long now = guard.clock().nowMillis();
+    return claims.values().removeIf(c -> c.leaseUntilMillis() < now && c.route().equals(route) && c.dedupKey().equals(dedupKey)
+        && forget(c));
   }
 
   private boolean forget(Claim c) {

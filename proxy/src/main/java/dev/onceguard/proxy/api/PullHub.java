@@ -74,6 +74,9 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
   /** Subscribers currently connected to {@code route}. */
   public int subscribers(String route) {
     RouteHub h = hubs.get(route);
+    if (h == null) {
+      return 0;
+    }
     synchronized (h) {
       return h.subscribers.size();
     }
@@ -246,8 +249,8 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
       DispatchResult r = switch (ack.getResult().getOutcome()) {
         case OK -> DispatchResult.ok();
         case REJECT -> DispatchResult.reject(ack.getResult().getMessage());
-        case RETRY -> new DispatchResult(DispatchResult.Kind.RETRY, ack.getResult().getMessage(),
-            Duration.ofMillis(ack.getResult().getRetryAfterMs()));
+        case RETRY -> DispatchResult.retry(ack.getResult().getMessage(),
+            Duration.ofMillis(Integer.toUnsignedLong(ack.getResult().getRetryAfterMs())));
         default -> DispatchResult.retry("subscriber acked without an outcome");
       };
       p.result.complete(r);
@@ -290,10 +293,11 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
       if (s.outstanding.remove(p.delivery.getDeliveryId()) == null || p.result.isDone()) {
         return;
       }
-      log.warn("route {}: delivery {} not acknowledged by '{}' within {} ms; redelivering", route.name(),
+      log.warn("route {}: delivery {} not acknowledged by '{}' within {} ms; retrying it", route.name(),
           p.delivery.getDeliveryId(), s.name, route.handlerTimeout().toMillis());
-      p.delivery = p.delivery.toBuilder().setRedelivery(true).build();
-      queue.addFirst(p);
+      // like a push deadline: the attempt may have been seen; the processor backs off, flags the
+      // next attempt as a redelivery and gives up after retry.max-attempts
+      p.result.complete(DispatchResult.retry("not acknowledged within " + route.handlerTimeout().toMillis() + " ms"));
       pump();
     }
 

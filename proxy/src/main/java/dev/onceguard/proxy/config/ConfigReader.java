@@ -104,6 +104,9 @@ public final class ConfigReader {
   private SidecarConfig readRoot(Node root) {
     Node sidecar = root.optObject("sidecar");
     String instanceId = sidecar.string("instance-id", defaultInstanceId());
+    if (instanceId.isBlank() || instanceId.length() > 100) {
+      throw sidecar.error("instance-id", "must be 1 to 100 characters (it prefixes the claim owner id stored in the ledger)");
+    }
     String listen = sidecar.string("grpc-listen", DEFAULT_GRPC_LISTEN);
     if (!HOST_PORT.matcher(listen).matches()) {
       throw sidecar.error("grpc-listen", "'" + listen + "' is not host:port");

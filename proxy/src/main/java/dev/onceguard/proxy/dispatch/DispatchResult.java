@@ -6,8 +6,17 @@ import java.time.Duration;
  * What one attempt to hand a delivery to the business produced.
  *
  * @param retryAfter minimum wait the business asked for before the next attempt (zero: none)
+ * @param maybeDelivered for RETRY: whether the business may have received (and even applied) this
+ *     attempt — true after a deadline, a broken connection or any transport failure, false only
+ *     when the business itself answered RETRY. A later attempt after an ambiguous one is flagged
+ *     {@code redelivery}.
  */
-public record DispatchResult(Kind kind, String message, Duration retryAfter) {
+public record DispatchResult(Kind kind, String message, Duration retryAfter, boolean maybeDelivered) {
+
+  /** An answer the business gave itself (not ambiguous). */
+  public DispatchResult(Kind kind, String message, Duration retryAfter) {
+    this(kind, message, retryAfter, kind != Kind.RETRY);
+  }
   public enum Kind {
     /** Applied: confirm. */
     OK,
@@ -21,13 +30,17 @@ public record DispatchResult(Kind kind, String message, Duration retryAfter) {
     return new DispatchResult(Kind.OK, "", Duration.ZERO);
   }
 
+  /** A transport-level retry: the business may have seen the attempt. */
   public static DispatchResult retry(String message) {
-    return new DispatchResult(Kind.RETRY, message, Duration.ZERO);
+    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true);
   }
 
-  /** A retry after at least {@code retryAfter}, as the business asked (zero: the caller's backoff). */
+  /**
+   * The business answered RETRY: try again after at least {@code retryAfter} (zero: the caller's
+   * backoff). Not ambiguous: the business says it did not apply the record.
+   */
   public static DispatchResult retry(String message, Duration retryAfter) {
-    return new DispatchResult(Kind.RETRY, message, retryAfter);
+    return new DispatchResult(Kind.RETRY, message, retryAfter, false);
   }
 
   public static DispatchResult reject(String message) {

@@ -25,6 +25,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  */
 public final class Escalator implements AutoCloseable {
   private final KafkaProducer<byte[], byte[]> producer;
+  /**
+   * {@code KafkaProducer.send} may block (metadata, full buffer) up to {@code max.block.ms}; it
+   * runs here so that no poll thread, timer or I/O event loop ever waits on it.
+   */
+  private final java.util.concurrent.ExecutorService sender = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "onceguard-escalator");
+    t.setDaemon(true);
+    return t;
+  });
 
   public Escalator(String bootstrapServers, Map<String, String> userProperties, String clientId) {
     Properties p = new Properties();
@@ -91,15 +100,21 @@ public final class Escalator implements AutoCloseable {
   private CompletionStage<Void> send(ProducerRecord<byte[], byte[]> rec) {
     CompletableFuture<Void> done = new CompletableFuture<>();
     try {
-      producer.send(rec, (md, e) -> {
-        if (e != null) {
+      sender.execute(() -> {
+        try {
+          producer.send(rec, (md, e) -> {
+            if (e != null) {
+              done.completeExceptionally(e);
+            } else {
+              done.complete(null);
+            }
+          });
+        } catch (RuntimeException e) {
           done.completeExceptionally(e);
-        } else {
-          done.complete(null);
         }
       });
-    } catch (RuntimeException e) {
-      done.completeExceptionally(e);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      done.completeExceptionally(e); // closed
     }
     return done;
   }
@@ -110,6 +125,12 @@ public final class Escalator implements AutoCloseable {
 
   @Override
   public void close() {
+    sender.shutdown();
+    try {
+      sender.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     producer.close(java.time.Duration.ofSeconds(10));
   }
 }

@@ -14,7 +14,6 @@ import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -41,9 +40,12 @@ public final class Guard implements AutoCloseable {
   private final Map<String, StateMachine> machines = new HashMap<>();
   private final Clock clock;
   private final String owner;
-  /** route + dedup key of claims this process is working on right now. */
-  private final Set<String> active = ConcurrentHashMap.newKeySet();
+  /** route + dedup key of claims this process is working on right now, with how many attempts. */
+  private final Map<String, Integer> active = new ConcurrentHashMap<>();
   private final AtomicLong decisionLogFailures = new AtomicLong();
+  private final AtomicLong decisionLogDropped = new AtomicLong();
+  /** Bounds decision-log writes in flight, so a replay storm cannot starve the claims' pool. */
+  private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(32);
 
   /**
    * @param owner unique per process run (not per pod name: a restarted pod is a new owner)
@@ -86,10 +88,10 @@ public final class Guard implements AutoCloseable {
     EventConfig ev = m == null ? null : m.event(e.event());
     String activeKey = route.name() + ":" + e.dedupKey();
     ClaimCommand cmd = new ClaimCommand(route.name(), m, ev, e, source, owner, clock.nowMillis(), route.lease().toMillis(),
-        route.earlyArrivalRetry().toMillis(), active.contains(activeKey));
+        route.earlyArrivalRetry().toMillis(), active.containsKey(activeKey));
     return store.claim(cmd).thenApply(r -> {
       if (r instanceof ClaimResult.Accepted) {
-        active.add(activeKey);
+        active.merge(activeKey, 1, Integer::sum);
       }
       return r;
     });
@@ -127,12 +129,25 @@ public final class Guard implements AutoCloseable {
 
   /** Forgets a claim this process stopped working on without finishing it (revocation). */
   public void release(Claim claim) {
-    active.remove(claim.route() + ":" + claim.dedupKey());
+    active.computeIfPresent(claim.route() + ":" + claim.dedupKey(), (k, n) -> n <= 1 ? null : n - 1);
   }
 
-  /** Appends a non-accepted verdict to the decision log; failures are counted, never raised. */
+  /**
+   * Appends a non-accepted verdict to the decision log, best effort: failures are counted, never
+   * raised; cache hits are not logged (an L1 hit must not cost a MySQL write); when 32 writes are
+   * already in flight the entry is dropped and counted.
+   */
   public CompletionStage<Void> record(Verdict v, Source s) {
-    return store.recordDecision(v, s, clock.nowMillis()).exceptionally(e -> {
+    if (v.getLayer() == Layer.CACHE) {
+      return CompletableFuture.completedFuture(null);
+    }
+    if (!decisionLogSlots.tryAcquire()) {
+      if (decisionLogDropped.incrementAndGet() % 1000 == 1) {
+        log.warn("decision log saturated: {} entries dropped so far (verdicts are unaffected)", decisionLogDropped.get());
+      }
+      return CompletableFuture.completedFuture(null);
+    }
+    return store.recordDecision(v, s, clock.nowMillis()).whenComplete((x, e) -> decisionLogSlots.release()).exceptionally(e -> {
       if (decisionLogFailures.incrementAndGet() % 1000 == 1) {
         log.warn("decision log write failed ({} so far): {}", decisionLogFailures.get(), e.toString());
       }

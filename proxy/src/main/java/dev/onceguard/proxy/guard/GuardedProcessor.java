@@ -113,7 +113,11 @@ public final class GuardedProcessor implements RecordProcessor {
     return storeFailures.get();
   }
 
-  /** One record's way through the protocol. Steps run one at a time; no field is shared. */
+  /**
+   * One record's way through the protocol. Steps run one at a time (each starts from the end of
+   * the previous one), so the plain fields are never touched concurrently; the lease renewal of
+   * a {@link Forward} runs beside the steps and is confined to volatile fields.
+   */
   private final class Run {
     final ConsumerRecord<byte[], byte[]> record;
     final Cancellation cancel;
@@ -260,22 +264,58 @@ public final class GuardedProcessor implements RecordProcessor {
       });
     }
 
-    /** Forwarding one accepted claim: attempts, lease renewal, confirm or abort. */
+    /**
+     * Forwarding one accepted claim: attempts, lease renewal, confirm or abort. The attempt chain
+     * runs one step at a time; the renewal timer runs beside it and only touches the volatile
+     * {@code claim}, {@code lost} and its own timer.
+     */
     final class Forward {
-      Claim claim;
+      volatile Claim claim;
       final Verdict accepted;
-      /** Lease renewals run while a call or a backoff is in progress. */
-      CompletableFuture<Void> renewTimer;
+      /** Lease renewals run until the claim is confirmed, aborted or abandoned. */
+      volatile CompletableFuture<Void> renewTimer;
+      volatile boolean renewalStopped;
+      /** The claim was definitely taken over by another owner. */
       volatile boolean lost;
+      /** The call or backoff in progress; a cancellation cancels it. */
+      volatile CompletableFuture<?> current;
+      /** Some attempt went out: the business may have seen the record. */
+      boolean dispatched;
+      /** Some attempt ended ambiguously (deadline, transport): later ones are redeliveries. */
+      boolean maybeSeen;
 
       Forward(Claim claim, Verdict accepted) {
         this.claim = claim;
         this.accepted = accepted;
+        cancel.onCancel(() -> {
+          CompletableFuture<?> c = current;
+          if (c != null) {
+            c.cancel(false);
+          }
+        });
       }
 
       void attempt(int n) {
         if (cancel.isCancelled() || lost) {
           abandon();
+          return;
+        }
+        long now = clock.nowMillis();
+        long margin = Math.min(2000, route.lease().toMillis() / 4);
+        if (claim.leaseUntilMillis() - margin <= now) {
+          // never call the business on a lease that may already belong to someone else: renew
+          // first; if that cannot be done, claim the record again from scratch
+          guard.renew(route, claim).whenComplete((c, e) -> {
+            if (e == null && c != null) {
+              claim = c;
+              attempt(n);
+            } else if (e == null) {
+              lost = true;
+              abandon();
+            } else {
+              reclaim("lease renewal", e);
+            }
+          });
           return;
         }
         Delivery d = Deliveries.fromRecord(route.name(), record)
@@ -286,11 +326,18 @@ public final class GuardedProcessor implements RecordProcessor {
             .setDedupKey(claim.dedupKey())
             .setBusinessKey(claim.businessKey())
             .setAttempt(n)
-            .setRedelivery(claim.redelivery() || claim.attempts() > 1)
+            .setRedelivery(claim.redelivery() || claim.attempts() > 1 || maybeSeen)
             .setDeliveryId(ids.next())
             .build();
         scheduleRenewal();
-        dispatcher.dispatch(d, route.handlerTimeout()).whenComplete((res, e) -> {
+        dispatched = true;
+        CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.handlerTimeout()).toCompletableFuture();
+        current = call;
+        call.whenComplete((res, e) -> {
+          if (cancel.isCancelled()) {
+            abandon();
+            return;
+          }
           if (e != null) {
             res = DispatchResult.retry("dispatcher failed: " + e);
           }
@@ -300,17 +347,11 @@ public final class GuardedProcessor implements RecordProcessor {
 
       void onResult(int n, DispatchResult res) {
         switch (res.kind()) {
-          case OK -> {
-            stopRenewal();
-            confirm();
-          }
-          case REJECT -> {
-            stopRenewal();
-            abort("business rejected it at attempt " + n + ": " + res.message());
-          }
+          case OK -> confirm();
+          case REJECT -> abort("business rejected it at attempt " + n + ": " + res.message());
           case RETRY -> {
+            maybeSeen |= res.maybeDelivered();
             if (n >= route.retry().maxAttempts()) {
-              stopRenewal();
               abort("business did not apply it after " + n + " attempts; last: " + res.message());
               return;
             }
@@ -321,20 +362,28 @@ public final class GuardedProcessor implements RecordProcessor {
             if (Integer.bitCount(n) == 1) {
               log.warn("{}: attempt {} not applied ({}); retrying in {} ms", where(), n, res.message(), wait.toMillis());
             }
-            later(wait, () -> attempt(n + 1));
+            CompletableFuture<Void> delay = scheduler.delay(wait).toCompletableFuture();
+            current = delay;
+            delay.whenComplete((v, e) -> {
+              if (e != null && !cancel.isCancelled()) {
+                done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+              } else {
+                attempt(n + 1);
+              }
+            });
           }
         }
       }
 
       void scheduleRenewal() {
-        if (renewTimer != null) {
+        if (renewTimer != null || renewalStopped) {
           return;
         }
         Duration every = route.lease().dividedBy(3);
         CompletableFuture<Void> t = scheduler.delay(every).toCompletableFuture();
         renewTimer = t;
         t.whenComplete((v, e) -> {
-          if (e != null || renewTimer != t) {
+          if (e != null || renewTimer != t || renewalStopped) {
             return;
           }
           guard.renew(route, claim).whenComplete((c, err) -> {
@@ -346,13 +395,16 @@ public final class GuardedProcessor implements RecordProcessor {
             }
             if (renewTimer == t) {
               renewTimer = null;
-              scheduleRenewal();
+              if (!renewalStopped && !lost && !cancel.isCancelled()) {
+                scheduleRenewal();
+              }
             }
           });
         });
       }
 
       void stopRenewal() {
+        renewalStopped = true;
         CompletableFuture<Void> t = renewTimer;
         renewTimer = null;
         if (t != null) {
@@ -361,12 +413,16 @@ public final class GuardedProcessor implements RecordProcessor {
       }
 
       void confirm() {
+        // the lease stays renewed until the confirm is through: a confirm retried past the lease
+        // must not let another owner forward the record again
+        scheduleRenewal();
         guard.confirm(route, claim).whenComplete((ok, e) -> {
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
             return;
           }
+          stopRenewal();
           storeRetries = 0;
           complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
               "claim was taken over by another owner while forwarding; it confirms"), ok);
@@ -374,20 +430,46 @@ public final class GuardedProcessor implements RecordProcessor {
       }
 
       void abort(String why) {
+        scheduleRenewal();
         guard.abort(claim).whenComplete((ok, e) -> {
           if (e != null) {
             storeTrouble("abort", e, () -> abort(why));
             return;
           }
+          stopRenewal();
           storeRetries = 0;
           Verdict.Builder vb = Verdicts.base(route.name(), event).setCurrentState(nz(claim.fromState()));
           finish(Verdicts.escalate(vb, Layer.BUSINESS, Reason.BUSINESS_REJECTED, why), false);
         });
       }
 
-      /** Cancelled or lost mid-way: leave the claim to its lease; Kafka redelivers the record. */
+      /**
+       * The lease could not be renewed (store trouble): give the claim up locally and claim the
+       * record again after a backoff. The fresh claim takes our own expired claim back (flagged)
+       * or finds another owner's live one (then this copy is IN_FLIGHT and that owner finishes).
+       */
+      void reclaim(String step, Throwable e) {
+        stopRenewal();
+        guard.release(claim);
+        storeTrouble(step, e, Run.this::claim);
+      }
+
+      /** Cancelled or lost mid-way: Kafka redelivers the record (cancel) or the new owner finishes it. */
       void abandon() {
         stopRenewal();
+        if (!dispatched && !lost) {
+          // the business never saw it: undo the claim now instead of leaving it leased, so the
+          // partition's next owner takes the record at once and without a redelivery flag
+          // (Guard.abort releases the claim locally)
+          guard.abort(claim).whenComplete((ok, e) -> {
+            if (e != null) {
+              guard.release(claim);
+              log.debug("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
+            }
+            done.completeExceptionally(new CancelledException(where()));
+          });
+          return;
+        }
         guard.release(claim);
         if (lost && !cancel.isCancelled()) {
           complete(Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,

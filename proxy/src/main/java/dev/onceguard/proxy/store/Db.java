@@ -114,7 +114,7 @@ public final class Db implements AutoCloseable {
     if (e instanceof Signal || e instanceof DuplicateKeyException || e instanceof StoreUnavailableException) {
       return e;
     }
-    if (e instanceof R2dbcDataIntegrityViolationException) {
+    if (isDuplicateKey(e)) {
       return new DuplicateKeyException(e);
     }
     String what = e instanceof TimeoutException ? "MySQL did not answer within " + WORK_TIMEOUT.toSeconds() + "s" : "MySQL failed: " + e;
@@ -148,7 +148,12 @@ public final class Db implements AutoCloseable {
     return Flux.from(bind(c, sql, args).execute())
         .flatMap(r -> r.getRowsUpdated())
         .reduce(0L, Long::sum)
-        .onErrorMap(R2dbcDataIntegrityViolationException.class, DuplicateKeyException::new);
+        .onErrorMap(Db::isDuplicateKey, DuplicateKeyException::new);
+  }
+
+  /** MySQL error 1062 (ER_DUP_ENTRY) only: other integrity violations are not "already there". */
+  private static boolean isDuplicateKey(Throwable e) {
+    return e instanceof R2dbcDataIntegrityViolationException v && v.getErrorCode() == 1062;
   }
 
   static <T> Mono<List<T>> query(Connection c, String sql, Function<Readable, T> mapper, Object... args) {

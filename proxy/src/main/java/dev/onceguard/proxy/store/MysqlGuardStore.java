@@ -26,6 +26,10 @@ import reactor.core.publisher.Mono;
 /**
  * {@link GuardStore} on MySQL/MariaDB (InnoDB) through r2dbc-mysql.
  *
+ * <p>Every statement on a claimed row is fenced on (owner, attempts): a takeover increments
+ * {@code attempts}, so an earlier holder — another process, or an earlier attempt in this one —
+ * can no longer renew, confirm or abort it.
+ *
  * <p>Lock order is the same in every transaction — ledger row first, then entity row — so claim,
  * confirm and abort of the same key cannot deadlock each other. The state change is one CAS
  * {@code UPDATE … WHERE state IN (from) AND pending_key IS NULL}: read, check and write in one
@@ -196,12 +200,26 @@ public final class MysqlGuardStore implements GuardStore {
           boolean sameSource = row.topic().equals(cmd.source().topic()) && row.partition() == cmd.source().partition()
               && row.offset() == cmd.source().offset();
           boolean live = row.leaseUntil() != null && row.leaseUntil() > cmd.nowMillis();
+          boolean ours = row.owner().equals(cmd.owner());
+          if (ours && cmd.ownAttemptActive()) {
+            // another attempt in this process still works on the key (its lease may even have
+            // lapsed during a store outage): never run two at once; it finishes or gives it up
+            long retryAt = sameSource && live ? row.leaseUntil() : cmd.nowMillis() + cmd.earlyArrivalRetryMillis();
+            return Mono.just(new ClaimResult.Wait(sameSource ? ClaimResult.Wait.Kind.OWN_LEASE_LIVE : ClaimResult.Wait.Kind.ENTITY_BUSY,
+                retryAt, Verdicts.escalate(vb, Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
+          }
+          if (live && !sameSource && row.partition() < 0 && cmd.source().partition() >= 0) {
+            // held by a Guard API caller: unlike a Kafka owner, nothing redelivers its record if
+            // the caller goes away, so this Kafka copy must not be ignored: wait for the lease
+            return Mono.just(new ClaimResult.Wait(ClaimResult.Wait.Kind.OWN_LEASE_LIVE, row.leaseUntil(),
+                Verdicts.escalate(vb, Layer.LEDGER, Reason.IN_FLIGHT, "dedup key claimed through the Guard API by " + row.owner())));
+          }
           if (live && !sameSource) {
             return Mono.just(new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.LEDGER, Reason.IN_FLIGHT,
                 "in flight from " + row.topic() + "/" + row.partition() + "@" + row.offset() + " (owner " + row.owner() + ")")));
           }
           if (live) {
-            if (row.owner().equals(cmd.owner()) && !cmd.ownAttemptActive()) {
+            if (ours) {
               // our own earlier, abandoned attempt of this very record: nobody forwards it now
               return takeOver(cmd, row);
             }
@@ -288,8 +306,8 @@ public final class MysqlGuardStore implements GuardStore {
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
     return db.inTransaction(c -> Db.update(c,
                 "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-                    + " WHERE route = ? AND dedup_key = ? AND owner = ? AND status = 'PENDING'",
-                nowMillis, claim.route(), claim.dedupKey(), claim.owner())
+                    + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+                nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> n != 1 ? Mono.just(false)
                 : claim.machine() == null ? Mono.just(true)
                 : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
@@ -306,8 +324,9 @@ public final class MysqlGuardStore implements GuardStore {
    * over and confirmed still answers false. Costs a round trip only when the UPDATE matched nothing.
    */
   private Mono<Boolean> confirmedEarlier(Claim claim) {
-    return db.autocommit(c -> Db.query(c, "SELECT status, owner FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
-            r -> "DONE".equals(r.get(0, String.class)) && claim.owner().equals(r.get(1, String.class)),
+    return db.autocommit(c -> Db.query(c, "SELECT status, owner, attempts FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
+            r -> "DONE".equals(r.get(0, String.class)) && claim.owner().equals(r.get(1, String.class))
+                && claim.attempts() == r.get(2, Integer.class),
             claim.route(), claim.dedupKey()))
         .map(rows -> !rows.isEmpty() && rows.get(0));
   }
@@ -315,8 +334,8 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<Boolean> abort(Claim claim, long nowMillis) {
     return db.inTransaction(c -> Db.update(c,
-                "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND status = 'PENDING'",
-                claim.route(), claim.dedupKey(), claim.owner())
+                "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+                claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> {
               if (n != 1) {
                 return Mono.just(false);
@@ -339,8 +358,8 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<Boolean> renew(Claim claim, long leaseUntilMillis) {
     return db.inTransaction(c -> Db.update(c,
-                "UPDATE " + ledger + " SET lease_until = ? WHERE route = ? AND dedup_key = ? AND owner = ? AND status = 'PENDING'",
-                leaseUntilMillis, claim.route(), claim.dedupKey(), claim.owner())
+                "UPDATE " + ledger + " SET lease_until = ? WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+                leaseUntilMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> n != 1 ? Mono.just(false)
                 : claim.machine() == null ? Mono.just(true)
                 : Db.update(c, "UPDATE " + entity + " SET pending_until = ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",

@@ -74,7 +74,10 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
       } else if (closed) {
         c.closeAsync();
       } else {
-        conn.set(c);
+        StatefulRedisConnection<String, String> old = conn.getAndSet(c);
+        if (old != null) {
+          old.closeAsync(); // a reconnect of our own replaced it: don't leak the old one
+        }
       }
     });
   }

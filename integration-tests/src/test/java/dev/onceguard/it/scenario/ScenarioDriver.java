@@ -1,0 +1,172 @@
+package dev.onceguard.it.scenario;
+
+import static org.awaitility.Awaitility.await;
+
+import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.it.scenario.OrderScenario.Planned;
+import dev.onceguard.it.scenario.OrderScenario.Transition;
+import dev.onceguard.it.scenario.OrderScenario.Wave;
+import dev.onceguard.v1.Delivery;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.awaitility.core.ConditionTimeoutException;
+
+/**
+ * Produces a scenario's waves into the run's topics and waits, after each wave, until the
+ * business received every transition the wave must deliver. Hooks run in the driver's thread
+ * while a wave is in progress (add or kill sidecars, kill MySQL connections). Not thread-safe.
+ */
+final class ScenarioDriver {
+  /** Generous: a wave that stalls past this is a failure, with the missing transitions listed. */
+  static final Duration WAVE_TIMEOUT = Duration.ofSeconds(120);
+
+  /** One produced record, with where it landed. */
+  record Produced(Planned planned, String topic, int partition, long offset) {
+    String coordinates() {
+      return topic + "-" + partition + "@" + offset;
+    }
+  }
+
+  /** Something to do once wave {@code wave} (index) is {@code fraction} delivered. */
+  record Hook(int wave, double fraction, String what, Runnable action) {}
+
+  private final OrderScenario scenario;
+  private final ScenarioEnv env;
+  private final RecordingBusiness business;
+  private final List<Produced> produced = new ArrayList<>();
+  private long startNanos;
+  private long l1KeysWiped = -1;
+
+  ScenarioDriver(OrderScenario scenario, ScenarioEnv env, RecordingBusiness business) {
+    this.scenario = scenario;
+    this.env = env;
+    this.business = business;
+  }
+
+  List<Produced> produced() {
+    return produced;
+  }
+
+  long startNanos() {
+    return startNanos;
+  }
+
+  /** Redis keys found (and deleted) when the L1 cache was wiped; -1 before. */
+  long l1KeysWiped() {
+    return l1KeysWiped;
+  }
+
+  void run(Hook... hooks) {
+    startNanos = System.nanoTime();
+    List<Wave> waves = scenario.waves();
+    for (int w = 0; w < waves.size(); w++) {
+      Wave wave = waves.get(w);
+      long t0 = System.nanoTime();
+      if (wave.wipeL1First()) {
+        // the last confirms of the previous wave write L1 after the business answered: let every
+        // record produced so far finish first, or a late key would survive the "expiry"
+        awaitAllCommitted();
+        l1KeysWiped = env.wipeL1();
+        log("wave %s: deleted %d L1 keys (Redis prefix %s) before producing", wave.name(), l1KeysWiped, env.redisPrefix);
+      }
+      for (List<Planned> batch : wave.batches()) {
+        produce(batch);
+      }
+      for (Hook h : hooks) {
+        if (h.wave() == w) {
+          awaitWave(wave, h.fraction());
+          log("wave %s: %.0f%% delivered; %s", wave.name(), h.fraction() * 100, h.what());
+          h.action().run();
+        }
+      }
+      awaitWave(wave, 1.0);
+      log("wave %s: %d records, %d transitions delivered in %d ms", wave.name(), wave.size(), wave.expected().size(),
+          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+    }
+  }
+
+  private void produce(List<Planned> batch) {
+    if (batch.isEmpty()) {
+      return;
+    }
+    List<ProducerRecord<byte[], byte[]>> rs = new ArrayList<>(batch.size());
+    for (Planned p : batch) {
+      rs.add(new ProducerRecord<>(env.topic(p.route()), p.partition(), p.key(), p.value()));
+    }
+    List<RecordMetadata> md = env.kafka.produce(rs);
+    for (int i = 0; i < batch.size(); i++) {
+      produced.add(new Produced(batch.get(i), md.get(i).topic(), md.get(i).partition(), md.get(i).offset()));
+    }
+  }
+
+  /** Until every route group committed its topic's end offsets: everything produced is finished. */
+  void awaitAllCommitted() {
+    try {
+      await().atMost(WAVE_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> OrderScenario.ROUTES.stream().allMatch(r -> uncommitted(r).isEmpty()));
+    } catch (ConditionTimeoutException e) {
+      throw new AssertionError("records still unfinished after " + WAVE_TIMEOUT + ": "
+          + OrderScenario.ROUTES.stream().map(r -> r + " " + uncommitted(r)).toList(), e);
+    }
+  }
+
+  /** Partitions of the route's topic whose group's committed offset is below the end offset, with both. */
+  Map<Integer, String> uncommitted(String route) {
+    Map<TopicPartition, Long> committed = env.kafka.committedOffsets(env.groups.get(route), env.topic(route));
+    Map<Integer, String> out = new TreeMap<>();
+    env.kafka.endOffsets(env.topic(route)).forEach((tp, end) -> {
+      long c = committed.getOrDefault(tp, 0L);
+      if (c != end) {
+        out.put(tp.partition(), c + "/" + end);
+      }
+    });
+    return out;
+  }
+
+  /** Transitions the business answered OK at least once. */
+  Set<Transition> delivered() {
+    Set<Transition> out = new HashSet<>();
+    for (Delivery d : business.okDeliveries()) {
+      out.add(new Transition(d.getEntityId(), d.getEvent()));
+    }
+    return out;
+  }
+
+  private void awaitWave(Wave wave, double fraction) {
+    int need = (int) Math.ceil(wave.expected().size() * fraction);
+    try {
+      await().atMost(WAVE_TIMEOUT).pollInterval(Duration.ofMillis(100)).until(() -> countDelivered(wave) >= need);
+    } catch (ConditionTimeoutException e) {
+      Set<Transition> got = delivered();
+      Set<String> missing = wave.expected().stream().filter(t -> !got.contains(t)).map(Transition::toString)
+          .collect(Collectors.toCollection(TreeSet::new));
+      throw new AssertionError("wave " + wave.name() + ": " + missing.size() + " of " + wave.expected().size()
+          + " transitions not delivered within " + WAVE_TIMEOUT + ", e.g. " + missing.stream().limit(20).toList(), e);
+    }
+  }
+
+  private int countDelivered(Wave wave) {
+    Set<Transition> got = delivered();
+    int n = 0;
+    for (Transition t : wave.expected()) {
+      if (got.contains(t)) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  void log(String fmt, Object... args) {
+    System.out.printf("%s [%6.1fs] %s%n", env.name, (System.nanoTime() - startNanos) / 1e9, String.format(fmt, args));
+  }
+}

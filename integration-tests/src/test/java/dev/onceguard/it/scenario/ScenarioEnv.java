@@ -1,0 +1,182 @@
+package dev.onceguard.it.scenario;
+
+import dev.onceguard.it.ItEnv;
+import dev.onceguard.it.KafkaSupport;
+import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.SidecarConfig;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * Everything one scenario run owns, unique per run: the five route topics and their consumer
+ * groups, the five escalation topics, one verdict topic, a MySQL database {@code og_it_<random>}
+ * and a Redis key prefix. {@link #close()} drops the database, deletes the Redis keys and the
+ * topics. Builds the sidecar's YAML as an operator would write it.
+ */
+final class ScenarioEnv implements AutoCloseable {
+  final String name;
+  final int partitions;
+  final KafkaSupport kafka;
+  final Mysql mysql;
+  final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+  final String redisPrefix = "ogit:" + database + ":";
+  /** route -> source topic, escalation topic, consumer group. */
+  final Map<String, String> topics = new LinkedHashMap<>();
+  final Map<String, String> escalationTopics = new LinkedHashMap<>();
+  final Map<String, String> groups = new LinkedHashMap<>();
+  final String verdictTopic;
+
+  ScenarioEnv(String name, int partitions) {
+    this.name = name;
+    this.partitions = partitions;
+    this.kafka = new KafkaSupport();
+    this.mysql = new Mysql();
+    try {
+      String suffix = ItEnv.uniqueSuffix();
+      for (String r : OrderScenario.ROUTES) {
+        topics.put(r, kafka.createTopic("scn-" + r, partitions));
+        escalationTopics.put(r, kafka.createTopic("scn-" + r + "-escalate", 1));
+        groups.put(r, "scn-" + name + "-" + r + "-" + suffix);
+      }
+      verdictTopic = kafka.createTopic("scn-verdicts", partitions);
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** The route's topic, by route name. */
+  String topic(String route) {
+    return topics.get(route);
+  }
+
+  /** One sidecar's settings; the rest of the YAML is shared by every instance of a run. */
+  static final class Instance {
+    String instanceId = "scn";
+    int grpcPort;
+    String target;
+    String lease = "30s";
+    int poolSize = 10;
+    String handlerTimeout = "5s";
+    String shutdownTimeout = "10s";
+
+    static Instance of(String instanceId, String target) {
+      Instance i = new Instance();
+      i.instanceId = instanceId;
+      i.target = target;
+      return i;
+    }
+
+    Instance lease(String d) {
+      lease = d;
+      return this;
+    }
+
+    Instance grpcPort(int p) {
+      grpcPort = p;
+      return this;
+    }
+  }
+
+  String yaml(Instance in) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("""
+        sidecar:
+          instance-id: %s
+          grpc-listen: 127.0.0.1:%d
+          shutdown-timeout: %s
+          commit-interval: 200ms
+        kafka:
+          bootstrap-servers: %s
+          properties:
+            session.timeout.ms: "6000"
+            heartbeat.interval.ms: "1000"
+        mysql:
+          host: %s
+          port: %d
+          user: %s
+          password: '%s'
+          database: %s
+          pool-size: %d
+        redis:
+          uri: %s
+          key-prefix: '%s'
+          timeout: 200ms
+          breaker-open-for: 1s
+        """.formatted(in.instanceId, in.grpcPort, in.shutdownTimeout, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
+        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, in.poolSize, ItEnv.redisUri(), redisPrefix));
+    sb.append(OrderScenario.MACHINE_YAML);
+    sb.append("routes:\n");
+    for (String r : OrderScenario.ROUTES) {
+      String early = r.equals("deliver") ? OrderScenario.DELIVER_EARLY_ARRIVAL_TIMEOUT : "60s";
+      sb.append("""
+            - name: %s
+              topics: [%s]
+              group: %s
+              machine: line
+              entity-id: /line_id
+              event: /event
+              business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+              fingerprint-exclude: [/message_id, /sent_at]
+              target: %s
+              handler-timeout: %s
+              lease: %s
+              early-arrival-timeout: %s
+              early-arrival-retry: 200ms
+              escalation-topic: %s
+              verdict-topic: %s
+              retry: {initial-backoff: 100ms, max-backoff: 1s, max-attempts: 60}
+          """.formatted(r, topics.get(r), groups.get(r), in.target, in.handlerTimeout, in.lease, early,
+          escalationTopics.get(r), verdictTopic));
+    }
+    return sb.toString();
+  }
+
+  SidecarConfig config(Instance in) {
+    return new ConfigReader(Map.of()).parse(yaml(in), name + "/" + in.instanceId);
+  }
+
+  /** Deletes every Redis key of this run (the L1 cache "expired"); returns how many there were. */
+  long wipeL1() {
+    RedisClient c = RedisClient.create(ItEnv.redisUri());
+    try (StatefulRedisConnection<String, String> conn = c.connect()) {
+      RedisCommands<String, String> cmd = conn.sync();
+      long n = 0;
+      ScanCursor cur = ScanCursor.INITIAL;
+      do {
+        var res = cmd.scan(cur, ScanArgs.Builder.matches(redisPrefix + "*").limit(1000));
+        if (!res.getKeys().isEmpty()) {
+          n += cmd.del(res.getKeys().toArray(new String[0]));
+        }
+        cur = res;
+      } while (!cur.isFinished());
+      return n;
+    } finally {
+      c.shutdown();
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      mysql.exec("DROP DATABASE IF EXISTS " + database);
+    } catch (RuntimeException e) {
+      System.err.println(name + ": could not drop " + database + ": " + e);
+    } finally {
+      try {
+        wipeL1();
+      } catch (RuntimeException e) {
+        System.err.println(name + ": could not delete Redis keys " + redisPrefix + "*: " + e);
+      } finally {
+        mysql.close();
+        kafka.close();
+      }
+    }
+  }
+}
