@@ -69,16 +69,22 @@ public final class GuardRuntime implements AutoCloseable {
       return t;
     });
     long retention = config.mysql().decisionRetention().toMillis();
-    housekeeping.scheduleWithFixedDelay(() -> guard.store().purgeDecisions(clock.nowMillis() - retention)
-        .whenComplete((n, e) -> {
-          if (e != null) {
-            log.warn("decision log purge failed (retried later): {}", e.toString());
-          } else if (n > 0) {
-            log.info("purged {} decision log rows older than {}", n, config.mysql().decisionRetention());
-          }
-        }), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
+    housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
     this.guardService = new GuardService(config, guard);
     log.info("guard ready: owner {}", owner);
+  }
+
+  /** Deletes old decisions in batches until a batch comes back short (or 100 batches ran). */
+  private void purge(long before, int batches) {
+    guard.store().purgeDecisions(before).whenComplete((n, e) -> {
+      if (e != null) {
+        log.warn("decision log purge failed (retried later): {}", e.toString());
+      } else if (n >= 10_000 && batches < 100) {
+        purge(before, batches + 1);
+      } else if (n > 0 || batches > 0) {
+        log.info("purged decision log rows older than {} ({} batches)", config.mysql().decisionRetention(), batches + 1);
+      }
+    });
   }
 
   public Guard guard() {

@@ -278,7 +278,10 @@ public final class MysqlGuardStore implements GuardStore {
                   "entity is already in '" + row.state() + "' (version " + row.version() + "); '" + ev.name() + "' leads to '" + ev.to() + "'"));
             case EARLY_ARRIVAL: {
               String why = row == null ? "entity does not exist yet"
-                  : busy ? "entity has another transition pending"
+                  : busy ? "entity has another transition pending (dedup key " + row.pendingKey()
+                      + (row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()
+                          ? ", its lease expired " + (cmd.nowMillis() - row.pendingUntil()) + " ms ago and nobody took it over: see Explain" : "")
+                      + ")"
                   : "entity is in '" + row.state() + "', not yet in " + ev.from();
               Verdict timeout = Verdicts.escalate(vb.clone(), Layer.STATE_MACHINE, Reason.OUT_OF_ORDER,
                   "'" + ev.name() + "' arrived early and the entity never reached " + ev.from() + ": " + why);
