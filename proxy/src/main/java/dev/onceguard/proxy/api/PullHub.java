@@ -168,7 +168,24 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
       }
     }
 
+    /**
+     * Ends the stream with an error. A subscribed stream first leaves its hub (its unacknowledged
+     * deliveries are requeued) and is failed under the hub's lock, so that no send of
+     * {@link RouteHub#pump} runs on it at the same time (stream observers are not thread-safe).
+     */
     void fail(Status s) {
+      RouteHub h = hub;
+      if (h != null) {
+        h.remove(this, "failed: " + s.getDescription());
+        synchronized (h) {
+          closeWithError(s);
+        }
+      } else {
+        closeWithError(s);
+      }
+    }
+
+    private void closeWithError(Status s) {
       synchronized (this) {
         if (closed) {
           return;
@@ -314,10 +331,17 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     for (RouteHub h : hubs.values()) {
       synchronized (h) {
         all.addAll(h.subscribers);
-        h.queue.forEach(p -> p.result.complete(DispatchResult.retry("sidecar stopping")));
-        h.queue.clear();
       }
     }
+    // first end the streams (what they held is requeued), then answer everything queued
     all.forEach(s -> s.fail(Status.UNAVAILABLE.withDescription("sidecar stopping")));
+    for (RouteHub h : hubs.values()) {
+      List<Pending> left;
+      synchronized (h) {
+        left = new ArrayList<>(h.queue);
+        h.queue.clear();
+      }
+      left.forEach(p -> p.result.complete(DispatchResult.retry("sidecar stopping")));
+    }
   }
 }
