@@ -111,6 +111,10 @@ public final class ConfigReader {
     if (!HOST_PORT.matcher(listen).matches()) {
       throw sidecar.error("grpc-listen", "'" + listen + "' is not host:port");
     }
+    String metrics = sidecar.string("metrics-listen", null);
+    if (metrics != null && !HOST_PORT.matcher(metrics).matches()) {
+      throw sidecar.error("metrics-listen", "'" + metrics + "' is not host:port");
+    }
     Duration shutdown = sidecar.duration("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT);
     Duration commitInterval = sidecar.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
     sidecar.done();
@@ -171,7 +175,7 @@ public final class ConfigReader {
     }
     root.done();
     return new SidecarConfig(
-        instanceId, listen, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
+        instanceId, listen, metrics, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
         Collections.unmodifiableMap(machines), List.copyOf(routes));
   }
 

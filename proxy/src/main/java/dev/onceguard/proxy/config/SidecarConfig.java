@@ -4,10 +4,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-/** The whole, validated sidecar configuration. Built by {@link ConfigReader}. */
+/**
+ * The whole, validated sidecar configuration. Built by {@link ConfigReader}.
+ *
+ * @param metricsListen {@code host:port} of the Prometheus endpoint, or {@code null} for none
+ */
 public record SidecarConfig(
     String instanceId,
     String grpcListen,
+    String metricsListen,
     Duration shutdownTimeout,
     Duration commitInterval,
     KafkaConfig kafka,

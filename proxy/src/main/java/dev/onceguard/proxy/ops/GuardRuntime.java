@@ -39,6 +39,7 @@ public final class GuardRuntime implements AutoCloseable {
   private final Guard guard;
   private final Escalator escalator;
   private final PullHub pullHub;
+  private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
 
@@ -55,11 +56,11 @@ public final class GuardRuntime implements AutoCloseable {
       d.close();
       throw e;
     }
-    IdempotencyCache cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), clock) : IdempotencyCache.DISABLED;
+    this.cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), clock) : IdempotencyCache.DISABLED;
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
-    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), cache, config.machines(), clock, owner);
+    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.pullHub = new PullHub(config);
     // the decision log is bounded: rows older than mysql.decision-retention go, in small batches
@@ -85,6 +86,17 @@ public final class GuardRuntime implements AutoCloseable {
         log.info("purged decision log rows older than {} ({} batches)", config.mysql().decisionRetention(), batches + 1);
       }
     });
+  }
+
+  /** Gauges for the guard's own counters: L1 outcomes and store failures. */
+  public void registerGauges(MetricsServer m) {
+    if (cache instanceof RedisIdempotencyCache r) {
+      m.gauge("onceguard.l1.hits", "L1 lookups that found the key with the same fingerprint", r::hits);
+      m.gauge("onceguard.l1.misses", "L1 lookups that did not", r::misses);
+      m.gauge("onceguard.l1.failures", "L1 calls that failed or timed out (the layer was skipped)", r::failures);
+      m.gauge("onceguard.l1.skipped", "L1 calls not attempted: breaker open or Redis unreachable", r::skipped);
+    }
+    m.gauge("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
   }
 
   public Guard guard() {

@@ -6,6 +6,7 @@ import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
+import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.time.Clock;
@@ -146,6 +147,20 @@ public final class Main implements Runnable {
         err.flush();
         return EXIT_FAILURE;
       }
+      MetricsServer metrics = null;
+      if (cfg.metricsListen() != null) {
+        try {
+          metrics = new MetricsServer(cfg.metricsListen());
+          log.info("Prometheus metrics on http://{}/metrics", cfg.metricsListen());
+        } catch (IOException | RuntimeException e) {
+          runtime.close();
+          err.println("error: cannot serve metrics on sidecar.metrics-listen " + cfg.metricsListen() + ": " + e.getMessage());
+          err.flush();
+          return EXIT_FAILURE;
+        }
+        runtime.registerGauges(metrics);
+      }
+      MetricsServer metricsServer = metrics;
       VerdictStats stats = new VerdictStats();
       java.util.concurrent.ScheduledExecutorService statsLog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "onceguard-stats");
@@ -160,8 +175,15 @@ public final class Main implements Runnable {
       }, 30, 30, java.util.concurrent.TimeUnit.SECONDS);
       // the cleanup runs inside runUntilStopped, before the exit code is released to the shutdown
       // hook (which halts the JVM): the producer, pools and clients close on SIGTERM too
-      return runUntilStopped(new Sidecar(cfg, runtime.processors(stats), runtime.services()), err, () -> {
+      VerdictListener listener = metricsServer == null ? stats : (r, v, f) -> {
+        stats.onVerdict(r, v, f);
+        metricsServer.onVerdict(r, v, f);
+      };
+      return runUntilStopped(new Sidecar(cfg, runtime.processors(listener), runtime.services()), err, () -> {
         statsLog.shutdownNow();
+        if (metricsServer != null) {
+          metricsServer.close();
+        }
         try {
           runtime.close();
         } catch (RuntimeException e) {

@@ -1,0 +1,43 @@
+package dev.onceguard.proxy.ops;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class MetricsServerTest {
+
+  @Test
+  void scrape_overHttp_countsVerdictsByRouteDispositionLayerReason_andReadsGauges() throws Exception {
+    AtomicLong failures = new AtomicLong(3);
+    try (MetricsServer m = new MetricsServer("127.0.0.1:0")) {
+      m.gauge("onceguard.l1.failures", "test gauge", failures::get);
+      Verdict hit = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE)
+          .setLayer(Layer.CACHE).setReason(Reason.CACHE_HIT).build();
+      Verdict ok = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.ACCEPTED)
+          .setLayer(Layer.STATE_MACHINE).setReason(Reason.NONE).build();
+      m.onVerdict(null, hit, false);
+      m.onVerdict(null, hit, false);
+      m.onVerdict(null, ok, true);
+      failures.set(5);
+
+      HttpResponse<String> r = HttpClient.newHttpClient().send(
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.port() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.body())
+          .containsPattern("onceguard_verdicts_total\\{[^}]*disposition=\"DUPLICATE_IGNORE\"[^}]*reason=\"CACHE_HIT\"[^}]*} 2\\.0")
+          .containsPattern("onceguard_verdicts_total\\{[^}]*disposition=\"ACCEPTED\"[^}]*} 1\\.0")
+          .contains("onceguard_l1_failures 5.0")
+          .contains("jvm_memory_used_bytes");
+    }
+  }
+}
