@@ -85,6 +85,7 @@ public final class ForwardConfig {
             business-key: [key]
             target: %s
             handler-timeout: %s
+            redis-ttl: 10m
             max-in-flight-per-partition: %d
             max-in-flight: %d
             retry:
