@@ -507,7 +507,18 @@ class GuardIT {
     long alreadyApplied = Db.roundTrips() - t2;
     System.out.printf("MySQL round trips: accepted (claim+confirm) = %d, exact duplicate (L1 miss) = %d, already-applied = %d%n",
         accepted, duplicate, alreadyApplied);
+    long t3 = Db.roundTrips();
+    String line = order(uniq("o"), "ship", "W1", "m");
+    apply(g, "lines-full", line);
+    long acceptedNoMachine = Db.roundTrips() - t3;
+    long t4 = Db.roundTrips();
+    apply(g, "lines-full", line.replace("\"message_id\":\"m\"", "\"message_id\":\"m-again\""));
+    long duplicateNoMachine = Db.roundTrips() - t4;
+    System.out.printf("MySQL round trips without a machine: accepted = %d, exact duplicate (L1 miss) = %d%n",
+        acceptedNoMachine, duplicateNoMachine);
     assertThat(accepted).isEqualTo(8);
+    assertThat(acceptedNoMachine).isEqualTo(2);
+    assertThat(duplicateNoMachine).isEqualTo(2);
     assertThat(duplicate).isEqualTo(4);
     assertThat(alreadyApplied).isEqualTo(5);
   }

@@ -76,11 +76,7 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     String requestId = req.getRequestId().isEmpty() ? HexFormat.of().formatHex(token(12)) : req.getRequestId();
     Source source = Source.api(requestId);
     if (x instanceof Extraction.Failed f) {
-      Verdict.Builder vb = Verdict.newBuilder().setRoute(route.name());
-      if (f.entityId() != null) {
-        vb.setEntityId(f.entityId());
-      }
-      Verdict v = Verdicts.escalate(vb, Layer.EXTRACT, f.reason(), f.detail());
+      Verdict v = Verdicts.extractionFailed(route.name(), f);
       guard.record(v, source);
       out.onNext(SubmitResponse.newBuilder().setVerdict(v).build());
       out.onCompleted();

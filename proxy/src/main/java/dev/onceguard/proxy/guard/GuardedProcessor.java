@@ -140,14 +140,7 @@ public final class GuardedProcessor implements RecordProcessor {
     void start() {
       Extraction x = extractor.extract(record.key(), record.value(), record.headers());
       if (x instanceof Extraction.Failed f) {
-        Verdict.Builder vb = Verdict.newBuilder().setRoute(route.name());
-        if (f.entityId() != null) {
-          vb.setEntityId(f.entityId());
-        }
-        if (f.event() != null) {
-          vb.setEvent(f.event());
-        }
-        finish(Verdicts.escalate(vb, Layer.EXTRACT, f.reason(), f.detail()), false);
+        finish(Verdicts.extractionFailed(route.name(), f), false);
         return;
       }
       event = ((Extraction.Ok) x).event();

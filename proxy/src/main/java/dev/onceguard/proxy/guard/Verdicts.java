@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.guard;
 
 import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
@@ -31,6 +32,18 @@ public final class Verdicts {
 
   public static Verdict accepted(String route, ExtractedEvent e, Collection<String> from, String detail) {
     return of(base(route, e).addAllExpectedFromStates(from), Disposition.ACCEPTED, Layer.STATE_MACHINE, Reason.NONE, detail);
+  }
+
+  /** The verdict on a record that could not be read (MALFORMED, MISSING_FIELD, UNKNOWN_EVENT). */
+  public static Verdict extractionFailed(String route, Extraction.Failed f) {
+    Verdict.Builder b = Verdict.newBuilder().setRoute(route);
+    if (f.entityId() != null) {
+      b.setEntityId(f.entityId());
+    }
+    if (f.event() != null) {
+      b.setEvent(f.event());
+    }
+    return escalate(b, Layer.EXTRACT, f.reason(), f.detail());
   }
 
   public static Verdict duplicate(Verdict.Builder b, Layer l, Reason r, String detail) {

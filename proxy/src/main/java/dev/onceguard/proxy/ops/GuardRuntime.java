@@ -89,7 +89,7 @@ public final class GuardRuntime implements AutoCloseable {
   }
 
   /** Gauges for the guard's own counters: L1 outcomes and store failures. */
-  public void registerGauges(MetricsServer m) {
+  public void registerGauges(Metrics m) {
     if (cache instanceof RedisIdempotencyCache r) {
       m.gauge("onceguard.l1.hits", "L1 lookups that found the key with the same fingerprint", r::hits);
       m.gauge("onceguard.l1.misses", "L1 lookups that did not", r::misses);

@@ -6,7 +6,6 @@ import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
-import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.time.Clock;
@@ -56,7 +55,7 @@ public final class Main implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run or validate");
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate or migrate");
   }
 
   /** Reads the configuration, or prints the error and returns null. */
@@ -147,49 +146,42 @@ public final class Main implements Runnable {
         err.flush();
         return EXIT_FAILURE;
       }
-      MetricsServer metrics = null;
+      Metrics metrics = new Metrics();
+      runtime.registerGauges(metrics);
       if (cfg.metricsListen() != null) {
         try {
-          metrics = new MetricsServer(cfg.metricsListen());
+          metrics.serve(cfg.metricsListen());
           log.info("Prometheus metrics on http://{}/metrics", cfg.metricsListen());
         } catch (IOException | RuntimeException e) {
+          metrics.close();
           runtime.close();
           err.println("error: cannot serve metrics on sidecar.metrics-listen " + cfg.metricsListen() + ": " + e.getMessage());
           err.flush();
           return EXIT_FAILURE;
         }
-        runtime.registerGauges(metrics);
       }
-      MetricsServer metricsServer = metrics;
-      VerdictStats stats = new VerdictStats();
       java.util.concurrent.ScheduledExecutorService statsLog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "onceguard-stats");
         t.setDaemon(true);
         return t;
       });
       statsLog.scheduleAtFixedRate(() -> {
-        String s = stats.snapshot();
+        String s = metrics.snapshot();
         if (!s.isEmpty()) {
           log.info("verdicts so far: {}", s);
         }
       }, 30, 30, java.util.concurrent.TimeUnit.SECONDS);
       // the cleanup runs inside runUntilStopped, before the exit code is released to the shutdown
       // hook (which halts the JVM): the producer, pools and clients close on SIGTERM too
-      VerdictListener listener = metricsServer == null ? stats : (r, v, f) -> {
-        stats.onVerdict(r, v, f);
-        metricsServer.onVerdict(r, v, f);
-      };
-      return runUntilStopped(new Sidecar(cfg, runtime.processors(listener), runtime.services()), err, () -> {
+      return runUntilStopped(new Sidecar(cfg, runtime.processors(metrics), runtime.services()), err, () -> {
         statsLog.shutdownNow();
-        if (metricsServer != null) {
-          metricsServer.close();
-        }
         try {
           runtime.close();
         } catch (RuntimeException e) {
           log.warn("closing the guard's resources failed: {}", e.toString());
         }
-        log.info("final verdict counts: {}", stats.snapshot());
+        log.info("final verdict counts: {}", metrics.snapshot());
+        metrics.close();
       });
     }
 

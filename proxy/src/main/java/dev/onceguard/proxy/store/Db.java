@@ -91,6 +91,15 @@ public final class Db implements AutoCloseable {
         .onErrorMap(Db::classify);
   }
 
+  /**
+   * Runs {@code work} as one transaction when it issues several dependent statements, or in
+   * autocommit when it issues one: a single statement is atomic by itself, and BEGIN and COMMIT
+   * would cost two more round trips.
+   */
+  public <T> Mono<T> atomically(boolean severalStatements, Function<Connection, Mono<T>> work) {
+    return severalStatements ? inTransaction(work) : autocommit(work);
+  }
+
   /** Runs {@code work} on a connection in autocommit mode. */
   public <T> Mono<T> autocommit(Function<Connection, Mono<T>> work) {
     return Mono.usingWhen(pool.create(), c -> Mono.defer(() -> work.apply(c)), Connection::close)

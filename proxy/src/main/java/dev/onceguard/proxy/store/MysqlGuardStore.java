@@ -36,9 +36,9 @@ import reactor.core.publisher.Mono;
  * statement, no {@code SELECT … FOR UPDATE}, no lock wait beyond the statement.
  *
  * <p>Round trips: an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to claim
- * and BEGIN, UPDATE ledger, UPDATE entity, COMMIT to confirm (a route without a machine skips the
- * entity statements); an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and
- * one SELECT.
+ * and BEGIN, UPDATE ledger, UPDATE entity, COMMIT to confirm; an exact replay that misses L1 costs
+ * BEGIN, INSERT (refused), ROLLBACK and one SELECT. A route without a machine has one statement
+ * per step, run in autocommit: 1 + 1 for an accepted record, INSERT (refused) + SELECT for a replay.
  */
 public final class MysqlGuardStore implements GuardStore {
   private static final int MAX_CLAIM_LOOPS = 5;
@@ -94,7 +94,8 @@ public final class MysqlGuardStore implements GuardStore {
     EventConfig ev = cmd.event();
     long until = cmd.nowMillis() + cmd.leaseMillis();
     String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
-    return db.inTransaction(c -> Db.update(c,
+    // without a machine the claim is the INSERT alone
+    return db.atomically(cmd.machine() != null, c -> Db.update(c,
                 "INSERT INTO " + ledger + " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state, to_state,"
                     + " status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at)"
                     + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, 1, ?, ?, ?, ?)",
@@ -234,7 +235,7 @@ public final class MysqlGuardStore implements GuardStore {
   private Mono<ClaimResult> takeOver(ClaimCommand cmd, LedgerRow row) {
     ExtractedEvent e = cmd.extracted();
     long until = cmd.nowMillis() + cmd.leaseMillis();
-    return db.inTransaction(c -> Db.update(c,
+    return db.atomically(cmd.machine() != null, c -> Db.update(c,
                 "UPDATE " + ledger + " SET owner = ?, lease_until = ?, attempts = attempts + 1, source_topic = ?, source_partition = ?, source_offset = ?"
                     + " WHERE route = ? AND dedup_key = ? AND status = 'PENDING' AND owner = ? AND lease_until <=> ?",
                 cmd.owner(), until, cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
@@ -307,7 +308,7 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-    return db.inTransaction(c -> Db.update(c,
+    return db.atomically(claim.machine() != null, c -> Db.update(c,
                 "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
                     + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
                 nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
@@ -336,7 +337,7 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> abort(Claim claim, long nowMillis) {
-    return db.inTransaction(c -> Db.update(c,
+    return db.atomically(claim.machine() != null, c -> Db.update(c,
                 "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
                 claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> {
@@ -360,7 +361,7 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> renew(Claim claim, long leaseUntilMillis) {
-    return db.inTransaction(c -> Db.update(c,
+    return db.atomically(claim.machine() != null, c -> Db.update(c,
                 "UPDATE " + ledger + " SET lease_until = ? WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
                 leaseUntilMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> n != 1 ? Mono.just(false)

@@ -37,6 +37,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   private final RedisConfig cfg;
   private final Clock clock;
   private final RedisClient client;
+  private final RedisURI uri;
   private final AtomicReference<StatefulRedisConnection<String, String>> conn = new AtomicReference<>();
   private final AtomicBoolean connecting = new AtomicBoolean();
   private final AtomicLong openUntil = new AtomicLong();
@@ -50,7 +51,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
     this.cfg = cfg;
     this.clock = clock;
-    RedisURI uri = RedisURI.create(cfg.uri());
+    this.uri = RedisURI.create(cfg.uri());
     uri.setTimeout(cfg.timeout());
     this.client = RedisClient.create(uri);
     client.setOptions(ClientOptions.builder()
@@ -67,7 +68,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
     if (closed || !connecting.compareAndSet(false, true)) {
       return;
     }
-    client.connectAsync(StringCodec.UTF8, RedisURI.create(cfg.uri())).whenComplete((c, e) -> {
+    client.connectAsync(StringCodec.UTF8, uri).whenComplete((c, e) -> {
       connecting.set(false);
       if (e != null) {
         failed("connect", e);

@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.v1.Verdict;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -13,23 +14,31 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
- * Prometheus metrics on {@code GET /metrics} (text format), served by the JDK's HTTP server on
- * {@code sidecar.metrics-listen}. Counts every final verdict as
- * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, plus any gauges registered
- * with {@link #gauge}, and the JVM's memory and threads. Owns its server thread; close it.
+ * The sidecar's metrics: every final verdict counted as
+ * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, gauges registered with
+ * {@link #gauge}, and the JVM's memory and threads. {@link #snapshot()} renders the verdict
+ * counts for the periodic log line; {@link #serve} exposes everything as Prometheus text on
+ * {@code GET /metrics} through the JDK's HTTP server. Thread-safe; owns the server it starts.
  */
-public final class MetricsServer implements VerdictListener, AutoCloseable {
+public final class Metrics implements VerdictListener, AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-  private final HttpServer server;
+  /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
+  private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
+  private HttpServer server;
 
-  /** Binds {@code host:port} (port 0 picks a free one) and starts serving. */
-  public MetricsServer(String hostPort) throws IOException {
+  public Metrics() {
+    new JvmMemoryMetrics().bindTo(registry);
+    new JvmThreadMetrics().bindTo(registry);
+  }
+
+  /** Serves {@code GET /metrics} on {@code host:port} (port 0 picks a free one); returns the port. */
+  public synchronized int serve(String hostPort) throws IOException {
     int colon = hostPort.lastIndexOf(':');
     server = HttpServer.create(new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))), 0);
     server.createContext("/metrics", ex -> {
@@ -40,24 +49,19 @@ public final class MetricsServer implements VerdictListener, AutoCloseable {
         out.write(body);
       }
     });
-    new JvmMemoryMetrics().bindTo(registry);
-    new JvmThreadMetrics().bindTo(registry);
     server.start();
-  }
-
-  public int port() {
     return server.getAddress().getPort();
   }
 
   /** Registers a gauge read at scrape time, e.g. L1 failures. */
   public void gauge(String name, String description, Supplier<Number> value) {
-    io.micrometer.core.instrument.Gauge.builder(name, value).description(description).register(registry);
+    Gauge.builder(name, value).description(description).register(registry);
   }
 
   @Override
   public void onVerdict(ConsumerRecord<byte[], byte[]> record, Verdict v, boolean forwarded) {
-    String k = v.getRoute() + "|" + v.getDisposition() + "|" + v.getLayer() + "|" + v.getReason();
-    counters.computeIfAbsent(k, x -> Counter.builder("onceguard.verdicts")
+    String k = v.getRoute() + " " + v.getDisposition().name() + "/" + v.getLayer().name() + "/" + v.getReason().name();
+    verdicts.computeIfAbsent(k, x -> Counter.builder("onceguard.verdicts")
             .description("final verdicts on consumed records")
             .tag("route", v.getRoute())
             .tag("disposition", v.getDisposition().name())
@@ -67,14 +71,25 @@ public final class MetricsServer implements VerdictListener, AutoCloseable {
         .increment();
   }
 
-  /** The scrape text, as served (for tests and logs). */
+  /** {@code route DISPOSITION/LAYER/REASON=count}, sorted; empty if nothing was decided yet. */
+  public String snapshot() {
+    Map<String, Long> sorted = new TreeMap<>();
+    verdicts.forEach((k, c) -> sorted.put(k, (long) c.count()));
+    StringBuilder sb = new StringBuilder();
+    sorted.forEach((k, n) -> sb.append(sb.length() == 0 ? "" : ", ").append(k).append('=').append(n));
+    return sb.toString();
+  }
+
+  /** The Prometheus text, as served. */
   public String scrape() {
     return registry.scrape();
   }
 
   @Override
-  public void close() {
-    server.stop(0);
+  public synchronized void close() {
+    if (server != null) {
+      server.stop(0);
+    }
     registry.close();
   }
 }

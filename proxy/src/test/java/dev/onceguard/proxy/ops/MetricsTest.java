@@ -13,12 +13,13 @@ import java.net.http.HttpResponse;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
-class MetricsServerTest {
+class MetricsTest {
 
   @Test
   void scrape_overHttp_countsVerdictsByRouteDispositionLayerReason_andReadsGauges() throws Exception {
     AtomicLong failures = new AtomicLong(3);
-    try (MetricsServer m = new MetricsServer("127.0.0.1:0")) {
+    try (Metrics m = new Metrics()) {
+      int port = m.serve("127.0.0.1:0");
       m.gauge("onceguard.l1.failures", "test gauge", failures::get);
       Verdict hit = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE)
           .setLayer(Layer.CACHE).setReason(Reason.CACHE_HIT).build();
@@ -30,7 +31,7 @@ class MetricsServerTest {
       failures.set(5);
 
       HttpResponse<String> r = HttpClient.newHttpClient().send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + m.port() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
 
       assertThat(r.statusCode()).isEqualTo(200);
       assertThat(r.body())
@@ -38,6 +39,7 @@ class MetricsServerTest {
           .containsPattern("onceguard_verdicts_total\\{[^}]*disposition=\"ACCEPTED\"[^}]*} 1\\.0")
           .contains("onceguard_l1_failures 5.0")
           .contains("jvm_memory_used_bytes");
+      assertThat(m.snapshot()).isEqualTo("orders ACCEPTED/STATE_MACHINE/NONE=1, orders DUPLICATE_IGNORE/CACHE/CACHE_HIT=2");
     }
   }
 }
