@@ -18,6 +18,9 @@ import java.util.List;
  * @param target {@code host:port} of the business's MessageHandler (push mode)
  * @param escalationTopic where ILLEGAL_TRANSITION_ESCALATE records go
  * @param verdictTopic optional topic receiving every verdict; {@code null} for none
+ * @param reorderWindow records of one entity (per partition) that may be in process at once while
+ *     the earlier ones wait as early arrivals, so that a swapped pair heals; 1 keeps strict
+ *     per-entity offset order
  */
 public record RouteConfig(
     String name,
@@ -40,6 +43,7 @@ public record RouteConfig(
     String verdictTopic,
     int maxInFlightPerPartition,
     int maxInFlight,
+    int reorderWindow,
     RetryConfig retry) {
 
   public enum Mode {

@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.guard;
 
 import dev.onceguard.proxy.config.MachineConfig;
+import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
 import dev.onceguard.proxy.dispatch.DispatchResult;
@@ -13,6 +14,7 @@ import dev.onceguard.proxy.pipeline.Cancellation;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.pipeline.Deliveries;
 import dev.onceguard.proxy.pipeline.DeliveryIds;
+import dev.onceguard.proxy.pipeline.OrderSlot;
 import dev.onceguard.proxy.pipeline.RecordProcessor;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.Scheduler;
@@ -25,6 +27,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -41,6 +45,12 @@ import org.slf4j.LoggerFactory;
  *       is escalated, an early arrival or a busy entity waits (per entity, without blocking other
  *       entities) up to {@code early-arrival-timeout}, then is escalated as OUT_OF_ORDER; a
  *       redelivery of a record still leased by a dead owner waits for the lease and takes over;
+ *   <li><b>reorder window</b> — a waiting early arrival parks in its {@link OrderSlot}, so later
+ *       records of its entity in the same partition may start and heal a swapped pair; such a
+ *       later record claims only if its transition keeps every earlier parked one applicable (its
+ *       target reaches their from-states), otherwise it waits behind them: records are reordered
+ *       only into an order the machine allows, never one that would make an earlier record
+ *       illegal;
  *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
  *       renewed while the call and its retries run; RETRY backs off with jitter up to
  *       {@code retry.max-attempts}, then counts as a rejection;
@@ -69,6 +79,10 @@ public final class GuardedProcessor implements RecordProcessor {
   private final DeliveryIds ids;
   private final VerdictListener listener;
   private final AtomicLong storeFailures = new AtomicLong();
+  /** The route's machine; null without one. */
+  private final StateMachine machine;
+  /** Parked early arrivals by topic, partition and entity, in offset order. */
+  private final ConcurrentHashMap<String, ConcurrentSkipListMap<Long, Run>> parked = new ConcurrentHashMap<>();
 
   /** Uses and does not own any of its collaborators. */
   public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, Escalator escalator,
@@ -83,6 +97,7 @@ public final class GuardedProcessor implements RecordProcessor {
     this.backoff = backoff;
     this.ids = ids;
     this.listener = listener;
+    this.machine = route.hasMachine() ? guard.machine(route.machine()) : null;
   }
 
   /**
@@ -103,9 +118,19 @@ public final class GuardedProcessor implements RecordProcessor {
 
   @Override
   public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel) {
-    Run run = new Run(record, cancel);
+    return process(record, cancel, OrderSlot.NONE);
+  }
+
+  @Override
+  public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
+    Run run = new Run(record, cancel, slot);
     run.start();
     return run.done;
+  }
+
+  /** True if {@code later} can still apply once the entity is in {@code state}. */
+  private boolean keepsApplicable(String state, EventConfig later) {
+    return later.from().stream().anyMatch(f -> f.equals(state) || machine.reachable(state, f));
   }
 
   /** Store failures seen so far (each retried). */
@@ -121,16 +146,25 @@ public final class GuardedProcessor implements RecordProcessor {
   private final class Run {
     final ConsumerRecord<byte[], byte[]> record;
     final Cancellation cancel;
+    final OrderSlot slot;
     final Source source;
     final CompletableFuture<Void> done = new CompletableFuture<>();
     ExtractedEvent event;
     long waitingSince = -1;
     int storeRetries;
+    /** Registered in {@link #parked} and parked in the slot. */
+    volatile boolean isParked;
+    /** The wait of a parked record, which a nudge ends early. */
+    volatile CompletableFuture<Void> wake;
+    /** A nudge came since the last claim began: whatever it waited for may have happened. */
+    volatile boolean nudged;
 
-    Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel) {
+    Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
       this.record = record;
       this.cancel = cancel;
+      this.slot = slot;
       this.source = new Source(record.topic(), record.partition(), record.offset());
+      done.whenComplete((v, e) -> unregister());
     }
 
     String where() {
@@ -159,6 +193,20 @@ public final class GuardedProcessor implements RecordProcessor {
       if (stopIfCancelled()) {
         return;
       }
+      nudged = false;
+      Run ahead = earlierParkedThisWouldBreak();
+      if (ahead != null) {
+        if (waitingSince < 0) {
+          waitingSince = clock.nowMillis();
+        }
+        // bounded like any early arrival; past it the claim decides on its own
+        if (clock.nowMillis() - waitingSince < route.earlyArrivalTimeout().toMillis()) {
+          log.debug("{}: waits behind parked {} ({}), which it would make impossible", where(), ahead.source, ahead.event.event());
+          park();
+          waitParked(route.earlyArrivalRetry());
+          return;
+        }
+      }
       guard.claim(route, event, source).whenComplete((r, e) -> {
         if (e != null) {
           storeTrouble("claim", e, this::claim);
@@ -166,11 +214,105 @@ public final class GuardedProcessor implements RecordProcessor {
         }
         storeRetries = 0;
         if (r instanceof ClaimResult.Accepted a) {
+          unpark();
           new Forward(a.claim(), a.verdict()).attempt(1);
         } else if (r instanceof ClaimResult.Rejected j) {
+          unregister();
           finish(j.verdict(), false);
         } else {
           waitThenClaim((ClaimResult.Wait) r);
+        }
+      });
+    }
+
+    String windowKey() {
+      return record.topic() + "\u0000" + record.partition() + "\u0000" + event.entityId();
+    }
+
+    /**
+     * A parked record of this entity, earlier in this partition, that this record's transition
+     * would make impossible (its target state does not lead to their from-states); null if none,
+     * so this one may go first.
+     */
+    Run earlierParkedThisWouldBreak() {
+      if (machine == null) {
+        return null;
+      }
+      ConcurrentSkipListMap<Long, Run> m = parked.get(windowKey());
+      if (m == null) {
+        return null;
+      }
+      String to = machine.event(event.event()).to();
+      for (Run a : m.headMap(source.offset()).values()) {
+        if (!keepsApplicable(to, machine.event(a.event.event()))) {
+          return a;
+        }
+      }
+      return null;
+    }
+
+    /** Lets later records of the entity start (reorder window) and be seen by their check. */
+    void park() {
+      if (isParked || machine == null) {
+        return;
+      }
+      isParked = true;
+      // registered before the slot lets a later record start, so that record sees this one
+      parked.computeIfAbsent(windowKey(), k -> new ConcurrentSkipListMap<>()).put(source.offset(), this);
+      cancel.onCancel(this::nudge);
+      slot.park(this::nudge);
+    }
+
+    /** Going on to the business: later records of the entity wait again. */
+    void unpark() {
+      if (isParked) {
+        unregister();
+        slot.unpark();
+      }
+    }
+
+    void unregister() {
+      if (event == null || machine == null) {
+        return;
+      }
+      parked.computeIfPresent(windowKey(), (k, m) -> {
+        m.remove(source.offset(), this);
+        return m.isEmpty() ? null : m;
+      });
+      isParked = false;
+    }
+
+    /** Any thread: a record of the entity finished (or the work is cancelled); look again now. */
+    void nudge() {
+      nudged = true;
+      CompletableFuture<Void> w = wake;
+      if (w != null) {
+        w.complete(null);
+      }
+    }
+
+    /** Waits {@code d} or until nudged, then claims again. */
+    void waitParked(Duration d) {
+      CompletableFuture<Void> w = new CompletableFuture<>();
+      wake = w;
+      if (nudged || cancel.isCancelled()) {
+        w.complete(null);
+      } else {
+        CompletableFuture<Void> timer = scheduler.delay(d).toCompletableFuture();
+        timer.whenComplete((v, e) -> {
+          if (e != null) {
+            w.completeExceptionally(e);
+          } else {
+            w.complete(null);
+          }
+        });
+        w.whenComplete((v, e) -> timer.cancel(false));
+      }
+      w.whenComplete((v, e) -> {
+        if (e != null && !cancel.isCancelled()) {
+          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+        } else {
+          claim();
         }
       });
     }
@@ -187,10 +329,12 @@ public final class GuardedProcessor implements RecordProcessor {
         waitingSince = now;
       }
       if (now - waitingSince >= route.earlyArrivalTimeout().toMillis()) {
+        unregister();
         finish(w.ifTimedOut(), false);
         return;
       }
-      later(route.earlyArrivalRetry(), this::claim);
+      park();
+      waitParked(route.earlyArrivalRetry());
     }
 
     void storeTrouble(String step, Throwable e, Runnable retry) {

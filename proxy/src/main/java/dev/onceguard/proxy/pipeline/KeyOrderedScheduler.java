@@ -1,6 +1,5 @@
 package dev.onceguard.proxy.pipeline;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -9,25 +8,39 @@ import java.util.Map;
 import java.util.PriorityQueue;
 
 /**
- * Decides which records of one partition may start: records with the same ordering key run one at
- * a time in offset order; records with different keys may run concurrently. Among the records
- * that may start, the lowest offset goes first, so the committable prefix grows as fast as it can.
- * The scheduler only decides; the caller starts the work, enforces capacity, and reports the end.
+ * Decides which records of one partition may start: records with the same ordering key start in
+ * offset order and, normally, one at a time; records with different keys may run concurrently.
+ * Among the records that may start, the lowest offset goes first, so the committable prefix grows
+ * as fast as it can. The scheduler only decides; the caller starts the work, enforces capacity,
+ * and reports the end.
  *
  * <p>A record is <em>waiting</em> from {@link #submit} until {@link #next} hands it out, then
- * <em>running</em> until {@link #finished}. A record whose key has an earlier record waiting or
- * running is blocked behind it.
+ * <em>started</em> until {@link #finished}. A started record is <em>running</em>, or
+ * <em>parked</em> after {@link #park}: it waits for something that may come later in the stream
+ * (an early arrival waiting for its predecessor transition). The next waiting record of a key may
+ * start only when every started record of that key is parked and fewer than {@code window}
+ * records of the key are started: the <b>reorder window</b>, which lets a swapped pair
+ * ("delivered" before "shipped") heal instead of timing out. With {@code window = 1} a key's
+ * records run strictly one at a time. Started records may finish in any order.
  *
  * <p>Not thread-safe: confined to the route's poll thread.
  *
  * @param <T> the record type
  */
 public final class KeyOrderedScheduler<T> {
+  private enum State {
+    WAITING,
+    RUNNING,
+    PARKED
+  }
+
   private static final class Entry<T> {
     final String key;
     final long offset;
     final T item;
-    boolean running;
+    State state = State.WAITING;
+    /** In {@link #ready}. */
+    boolean queued;
 
     Entry(String key, long offset, T item) {
       this.key = key;
@@ -40,13 +53,33 @@ public final class KeyOrderedScheduler<T> {
     }
   }
 
-  /** Per key: its unfinished records in offset order; the head is running or ready. */
-  private final Map<String, ArrayDeque<Entry<T>>> byKey = new HashMap<>();
-  /** Heads of keys that may start now, lowest offset first. */
+  /** One key's unfinished records in offset order; the started ones are a prefix. */
+  private static final class KeyQueue<T> {
+    final List<Entry<T>> entries = new ArrayList<>(2);
+    int started;
+    int parked;
+  }
+
+  private final int window;
+  private final Map<String, KeyQueue<T>> byKey = new HashMap<>();
+  /** Records that may start now (at most one per key), lowest offset first. */
   private final PriorityQueue<Entry<T>> ready = new PriorityQueue<>(Comparator.comparingLong(Entry::offset));
   private long lastOffset = -1;
   private int waiting;
   private int running;
+
+  /** Strict order: one record per key at a time. */
+  public KeyOrderedScheduler() {
+    this(1);
+  }
+
+  /** @param window records of one key that may be started at once (parked ones included); ≥ 1 */
+  public KeyOrderedScheduler(int window) {
+    if (window < 1) {
+      throw new IllegalArgumentException("window must be at least 1, was " + window);
+    }
+    this.window = window;
+  }
 
   /**
    * Adds a record; offsets must increase.
@@ -58,15 +91,10 @@ public final class KeyOrderedScheduler<T> {
       throw new IllegalArgumentException("offset " + offset + " submitted after " + lastOffset);
     }
     lastOffset = offset;
-    Entry<T> e = new Entry<>(key, offset, item);
-    ArrayDeque<Entry<T>> q = byKey.get(key);
-    if (q == null) {
-      q = new ArrayDeque<>();
-      byKey.put(key, q);
-      ready.add(e);
-    }
-    q.addLast(e);
+    KeyQueue<T> q = byKey.computeIfAbsent(key, k -> new KeyQueue<>());
+    q.entries.add(new Entry<>(key, offset, item));
     waiting++;
+    refresh(q);
   }
 
   /** True if some record may start now. */
@@ -80,50 +108,91 @@ public final class KeyOrderedScheduler<T> {
     if (e == null) {
       return null;
     }
-    e.running = true;
+    e.queued = false;
+    e.state = State.RUNNING;
+    KeyQueue<T> q = byKey.get(e.key);
+    q.started++;
     waiting--;
     running++;
+    refresh(q);
     return e.item;
   }
 
   /**
-   * Reports that the running record of {@code key} finished; the next record of that key (if any)
-   * becomes ready.
-   *
-   * @throws IllegalStateException if {@code key} has no running record
+   * The started record at {@code offset} waits for a later record of its key: the key's next
+   * record may start (within the window). No effect if the record is not started or already
+   * parked; returns whether it is parked now.
    */
-  public void finished(String key) {
-    ArrayDeque<Entry<T>> q = byKey.get(key);
-    if (q == null || !q.peekFirst().running) {
-      throw new IllegalStateException("no running record for key '" + key + "'");
+  public boolean park(String key, long offset) {
+    Entry<T> e = started(key, offset);
+    if (e == null) {
+      return false;
     }
-    q.pollFirst();
-    running--;
-    if (q.isEmpty()) {
-      byKey.remove(key);
-    } else {
-      ready.add(q.peekFirst());
+    if (e.state == State.RUNNING) {
+      e.state = State.PARKED;
+      KeyQueue<T> q = byKey.get(key);
+      q.parked++;
+      refresh(q);
+    }
+    return true;
+  }
+
+  /** The parked record at {@code offset} runs again (it goes on to the business). No effect otherwise. */
+  public void unpark(String key, long offset) {
+    Entry<T> e = started(key, offset);
+    if (e != null && e.state == State.PARKED) {
+      e.state = State.RUNNING;
+      KeyQueue<T> q = byKey.get(key);
+      q.parked--;
+      refresh(q);
     }
   }
 
   /**
+   * Reports that the started record at {@code offset} finished; the key's next record may become
+   * ready.
+   *
+   * @return the records of {@code key} still parked, in offset order (they may now be able to go on)
+   * @throws IllegalStateException if that record is not started
+   */
+  public List<T> finished(String key, long offset) {
+    KeyQueue<T> q = byKey.get(key);
+    int i = q == null ? -1 : indexOf(q, offset);
+    if (i < 0 || q.entries.get(i).state == State.WAITING) {
+      throw new IllegalStateException("no started record for key '" + key + "' at offset " + offset);
+    }
+    Entry<T> e = q.entries.remove(i);
+    q.started--;
+    if (e.state == State.PARKED) {
+      q.parked--;
+    }
+    running--;
+    if (q.entries.isEmpty()) {
+      byKey.remove(key);
+      return List.of();
+    }
+    refresh(q);
+    List<T> parked = new ArrayList<>(q.parked);
+    for (int j = 0; j < q.started; j++) {
+      if (q.entries.get(j).state == State.PARKED) {
+        parked.add(q.entries.get(j).item);
+      }
+    }
+    return parked;
+  }
+
+  /**
    * Forgets every waiting record (partition revoked, sidecar stopping) and returns them in offset
-   * order. Running records stay counted until {@link #finished}; their keys stay blocked.
+   * order. Started records stay counted until {@link #finished}; their keys stay blocked.
    */
   public List<T> dropWaiting() {
     List<Entry<T>> dropped = new ArrayList<>();
     for (var it = byKey.values().iterator(); it.hasNext(); ) {
-      ArrayDeque<Entry<T>> q = it.next();
-      // everything behind the head waits; the head waits unless it runs
-      var qi = q.iterator();
-      if (q.peekFirst().running) {
-        qi.next();
-      }
-      while (qi.hasNext()) {
-        dropped.add(qi.next());
-        qi.remove();
-      }
-      if (q.isEmpty()) {
+      KeyQueue<T> q = it.next();
+      List<Entry<T>> tail = q.entries.subList(q.started, q.entries.size());
+      dropped.addAll(tail);
+      tail.clear();
+      if (q.entries.isEmpty()) {
         it.remove();
       }
     }
@@ -139,12 +208,47 @@ public final class KeyOrderedScheduler<T> {
     return waiting;
   }
 
+  /** Started records, parked ones included. */
   public int running() {
     return running;
   }
 
-  /** Waiting plus running. */
+  /** Waiting plus started. */
   public int outstanding() {
     return waiting + running;
+  }
+
+  /** Queues or unqueues the key's first waiting record according to the window rule. */
+  private void refresh(KeyQueue<T> q) {
+    if (q.started >= q.entries.size()) {
+      return;
+    }
+    Entry<T> candidate = q.entries.get(q.started);
+    boolean may = q.started == q.parked && q.started < window;
+    if (may && !candidate.queued) {
+      candidate.queued = true;
+      ready.add(candidate);
+    } else if (!may && candidate.queued) {
+      candidate.queued = false;
+      ready.remove(candidate);
+    }
+  }
+
+  private Entry<T> started(String key, long offset) {
+    KeyQueue<T> q = byKey.get(key);
+    int i = q == null ? -1 : indexOf(q, offset);
+    if (i < 0 || i >= q.started) {
+      return null;
+    }
+    return q.entries.get(i);
+  }
+
+  private static <T> int indexOf(KeyQueue<T> q, long offset) {
+    for (int i = 0; i < q.entries.size(); i++) {
+      if (q.entries.get(i).offset == offset) {
+        return i;
+      }
+    }
+    return -1;
   }
 }

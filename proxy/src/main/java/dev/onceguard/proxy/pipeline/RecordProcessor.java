@@ -10,8 +10,9 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  *
  * <p>Threading: {@link #orderingKey} is called on the route's poll thread and must be cheap and
  * never block. {@link #process} may be called concurrently for records of different ordering
- * keys; for one ordering key within one partition the pipeline calls it one record at a time, in
- * offset order, the next only after the previous stage completed.
+ * keys; for one ordering key within one partition the pipeline calls it in offset order, the next
+ * only after the previous stage completed or parked itself through its {@link OrderSlot} (then
+ * several records of the key may be in process at once, up to the route's reorder window).
  */
 public interface RecordProcessor {
 
@@ -30,4 +31,13 @@ public interface RecordProcessor {
    * retried inside, with backoff, for as long as it takes; they never complete the stage.
    */
   CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel);
+
+  /**
+   * As {@link #process(ConsumerRecord, Cancellation)}, with the record's {@link OrderSlot}, through
+   * which a record that waits for a later one of its key lets that one start. Processors that
+   * never wait for a successor need not override it.
+   */
+  default CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
+    return process(record, cancel);
+  }
 }

@@ -50,7 +50,10 @@ import org.slf4j.LoggerFactory;
  * <h2>Ordering and bounds</h2>
  * Per partition, a {@link KeyOrderedScheduler} runs records of one ordering key one at a time in
  * offset order; different keys run concurrently, at most {@code maxInFlightPerPartition} per
- * partition and {@code maxInFlight} per route. A record polled while its key is busy or the bounds
+ * partition and {@code maxInFlight} per route. A record that waits for a successor transition
+ * parks itself through its {@link OrderSlot}; then later records of its key may start, up to
+ * {@code reorderWindow} started records per key, and every record of the key that finishes
+ * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A record polled while its key is busy or the bounds
  * are reached waits in memory. A partition is paused once it holds {@code maxInFlightPerPartition}
  * records (running plus waiting), all partitions once the route holds {@code maxInFlight}; they
  * resume below. As one poll returns at most {@code max.poll.records} (set to the per-partition
@@ -98,13 +101,14 @@ public final class RouteConsumer implements AutoCloseable {
       int maxInFlight,
       Duration commitInterval,
       Duration shutdownTimeout,
-      Duration revokeTimeout) {
+      Duration revokeTimeout,
+      int reorderWindow) {
     public static final Duration DEFAULT_REVOKE_TIMEOUT = Duration.ofSeconds(5);
 
     public Settings {
       topics = List.copyOf(topics);
-      if (maxInFlightPerPartition < 1 || maxInFlight < 1) {
-        throw new IllegalArgumentException("in-flight bounds must be positive");
+      if (maxInFlightPerPartition < 1 || maxInFlight < 1 || reorderWindow < 1) {
+        throw new IllegalArgumentException("in-flight bounds and the reorder window must be positive");
       }
     }
 
@@ -113,7 +117,7 @@ public final class RouteConsumer implements AutoCloseable {
           ? DEFAULT_REVOKE_TIMEOUT
           : sidecar.shutdownTimeout();
       return new Settings(route.name(), route.topics(), route.maxInFlightPerPartition(), route.maxInFlight(),
-          sidecar.commitInterval(), sidecar.shutdownTimeout(), revoke);
+          sidecar.commitInterval(), sidecar.shutdownTimeout(), revoke, route.reorderWindow());
     }
   }
 
@@ -122,7 +126,8 @@ public final class RouteConsumer implements AutoCloseable {
   private final RecordProcessor processor;
   private final Clock clock;
   private final Thread thread;
-  private final BlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
+  /** Completions and slot changes, from any thread to the poll thread. */
+  private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
   /** True while a wakeup is pending or unnecessary; completions wake the poll only when false. */
   private final AtomicBoolean wakeupRequested = new AtomicBoolean();
   private final CompletableFuture<Void> terminated = new CompletableFuture<>();
@@ -293,12 +298,12 @@ public final class RouteConsumer implements AutoCloseable {
   }
 
   private void start(PartitionWork w, Pending p) {
-    InFlight f = new InFlight(w, p.record(), p.key(), new Cancellation());
+    InFlight f = new InFlight(w, p.record(), p.key());
     w.inFlight.put(p.record().offset(), f);
     running++;
     CompletionStage<Void> stage;
     try {
-      stage = Objects.requireNonNull(processor.process(p.record(), f.cancel()), "process returned null");
+      stage = Objects.requireNonNull(processor.process(p.record(), f.cancel(), f), "process returned null");
     } catch (RuntimeException e) {
       stage = CompletableFuture.failedFuture(e);
     }
@@ -307,7 +312,12 @@ public final class RouteConsumer implements AutoCloseable {
 
   /** Any thread: hands a completion to the poll thread. */
   private void completed(InFlight f, Throwable error) {
-    completions.add(new Completion(f, error));
+    post(new Completion(f, error));
+  }
+
+  /** Any thread: hands an event to the poll thread and wakes it if needed. */
+  private void post(Event e) {
+    events.add(e);
     if (!wakeupRequested.getAndSet(true)) {
       wakeConsumer();
     }
@@ -326,13 +336,18 @@ public final class RouteConsumer implements AutoCloseable {
   }
 
   private void drainCompletions() {
-    Completion c;
-    while ((c = completions.poll()) != null) {
-      apply(c);
+    Event e;
+    while ((e = events.poll()) != null) {
+      apply(e);
     }
   }
 
-  private void apply(Completion c) {
+  private void apply(Event event) {
+    if (event instanceof SlotChange sc) {
+      applySlotChange(sc);
+      return;
+    }
+    Completion c = (Completion) event;
     InFlight f = c.inFlight();
     PartitionWork w = f.work();
     long offset = f.record().offset();
@@ -343,15 +358,44 @@ public final class RouteConsumer implements AutoCloseable {
     Throwable e = c.error() instanceof CompletionException && c.error().getCause() != null ? c.error().getCause() : c.error();
     if (e == null) {
       w.offsets.complete(offset);
-      w.scheduler.finished(f.key());
+      List<Pending> parked = w.scheduler.finished(f.key(), offset);
       running--;
       outstanding--;
+      for (Pending p : parked) {
+        nudge(w.inFlight.get(p.record().offset()));
+      }
     } else if (e instanceof CancelledException && f.cancel().isCancelled()) {
       log.debug("route {} {}@{}: cancelled; it stays uncommitted", settings.route(), w.tp, offset);
     } else {
       log.error("route {} {}@{}: processing failed, which processors must never do (a bug); the record stays "
           + "unfinished and its key blocked, so nothing from this offset on is committed until a restart or rebalance",
           settings.route(), w.tp, offset, e);
+    }
+  }
+
+  private void applySlotChange(SlotChange sc) {
+    InFlight f = sc.inFlight();
+    PartitionWork w = f.work();
+    if (partitions.get(w.tp) != w || w.inFlight.get(f.record().offset()) != f) {
+      return; // revoked, or already finished: nothing to reorder any more
+    }
+    if (sc.nudge() == null) {
+      f.nudge = null;
+      w.scheduler.unpark(f.key(), f.record().offset());
+    } else {
+      f.nudge = sc.nudge();
+      w.scheduler.park(f.key(), f.record().offset());
+    }
+  }
+
+  private void nudge(InFlight f) {
+    if (f == null || f.nudge == null) {
+      return;
+    }
+    try {
+      f.nudge.run();
+    } catch (RuntimeException e) {
+      log.error("route {} {}@{}: nudge of a parked record failed", settings.route(), f.work().tp, f.record().offset(), e);
     }
   }
 
@@ -499,9 +543,9 @@ public final class RouteConsumer implements AutoCloseable {
       if (left <= 0) {
         return false;
       }
-      Completion c;
+      Event c;
       try {
-        c = completions.poll(left, TimeUnit.NANOSECONDS);
+        c = events.poll(left, TimeUnit.NANOSECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return false;
@@ -609,7 +653,7 @@ public final class RouteConsumer implements AutoCloseable {
           settings.route(), revoked, cancelled, abandoned, settings.revokeTimeout(), dropped);
       // completions of other partitions queued meanwhile must not wait for the poll's timeout
       wakeupRequested.set(false);
-      if (!completions.isEmpty() && !wakeupRequested.getAndSet(true)) {
+      if (!events.isEmpty() && !wakeupRequested.getAndSet(true)) {
         wakeConsumer();
       }
     }
@@ -628,10 +672,10 @@ public final class RouteConsumer implements AutoCloseable {
     }
   }
 
-  private static final class PartitionWork {
+  private final class PartitionWork {
     final TopicPartition tp;
     final OffsetTracker offsets = new OffsetTracker();
-    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>();
+    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>(settings.reorderWindow());
     final Map<Long, InFlight> inFlight = new HashMap<>();
     boolean paused;
     /** Highest offset handed to a commit (async or sync); -1 after a failed commit. */
@@ -646,7 +690,52 @@ public final class RouteConsumer implements AutoCloseable {
 
   private record Pending(ConsumerRecord<byte[], byte[]> record, String key) {}
 
-  private record InFlight(PartitionWork work, ConsumerRecord<byte[], byte[]> record, String key, Cancellation cancel) {}
+  /** A started record; its {@link OrderSlot} posts to the poll thread. */
+  private final class InFlight implements OrderSlot {
+    final PartitionWork work;
+    final ConsumerRecord<byte[], byte[]> record;
+    final String key;
+    final Cancellation cancel = new Cancellation();
+    /** Poll thread only: set while the record is parked. */
+    Runnable nudge;
 
-  private record Completion(InFlight inFlight, Throwable error) {}
+    InFlight(PartitionWork work, ConsumerRecord<byte[], byte[]> record, String key) {
+      this.work = work;
+      this.record = record;
+      this.key = key;
+    }
+
+    PartitionWork work() {
+      return work;
+    }
+
+    ConsumerRecord<byte[], byte[]> record() {
+      return record;
+    }
+
+    String key() {
+      return key;
+    }
+
+    Cancellation cancel() {
+      return cancel;
+    }
+
+    @Override
+    public void park(Runnable onNudge) {
+      post(new SlotChange(this, Objects.requireNonNull(onNudge, "nudge")));
+    }
+
+    @Override
+    public void unpark() {
+      post(new SlotChange(this, null));
+    }
+  }
+
+  private sealed interface Event permits Completion, SlotChange {}
+
+  private record Completion(InFlight inFlight, Throwable error) implements Event {}
+
+  /** {@code nudge == null}: unpark. */
+  private record SlotChange(InFlight inFlight, Runnable nudge) implements Event {}
 }

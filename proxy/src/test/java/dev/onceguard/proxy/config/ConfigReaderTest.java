@@ -152,6 +152,7 @@ class ConfigReaderTest {
             verdict-topic: orders.verdicts
             max-in-flight-per-partition: 8
             max-in-flight: 100
+            reorder-window: 2
             retry: { initial-backoff: 50ms, max-backoff: 5s, max-attempts: 3 }
         """));
     RouteConfig r = c.routes().get(0);
@@ -166,7 +167,25 @@ class ConfigReaderTest {
     assertThat(r.verdictTopic()).isEqualTo("orders.verdicts");
     assertThat(r.maxInFlightPerPartition()).isEqualTo(8);
     assertThat(r.maxInFlight()).isEqualTo(100);
+    assertThat(r.reorderWindow()).isEqualTo(2);
     assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(50), Duration.ofSeconds(5), 3));
+  }
+
+  @Test
+  void reorderWindow_defaultsToFour_orThePerPartitionBoundIfSmaller() {
+    assertThat(parse(REFERENCE).routes().get(0).reorderWindow()).isEqualTo(ConfigReader.DEFAULT_REORDER_WINDOW);
+    RouteConfig small = parse(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    max-in-flight-per-partition: 2\n"))
+        .routes().get(0);
+    assertThat(small.reorderWindow()).isEqualTo(2);
+  }
+
+  @Test
+  void reorderWindow_largerThanThePerPartitionBound_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n",
+        "    target: 127.0.0.1:7000\n    max-in-flight-per-partition: 2\n    reorder-window: 3\n"))
+        .hasMessage("routes[0].reorder-window: 3 exceeds max-in-flight-per-partition (2)");
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    reorder-window: 0\n"))
+        .hasMessageStartingWith("routes[0].reorder-window:");
   }
 
   @Test

@@ -93,6 +93,8 @@ class RouteConsumerTest {
   static final class ManualProcessor implements RecordProcessor {
     final Map<String, CompletableFuture<Void>> work = new ConcurrentHashMap<>();
     final Map<String, Cancellation> cancels = new ConcurrentHashMap<>();
+    final Map<String, OrderSlot> slots = new ConcurrentHashMap<>();
+    final Map<String, AtomicInteger> nudges = new ConcurrentHashMap<>();
     final List<String> started = Collections.synchronizedList(new ArrayList<>());
     final AtomicInteger running = new AtomicInteger();
     final AtomicInteger maxRunning = new AtomicInteger();
@@ -109,7 +111,13 @@ class RouteConsumerTest {
 
     @Override
     public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> r, Cancellation cancel) {
+      return process(r, cancel, OrderSlot.NONE);
+    }
+
+    @Override
+    public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> r, Cancellation cancel, OrderSlot slot) {
       String id = id(r.partition(), r.offset());
+      slots.put(id, slot);
       if (failWith != null) {
         return CompletableFuture.failedFuture(failWith);
       }
@@ -131,11 +139,26 @@ class RouteConsumerTest {
     boolean isStarted(int partition, long offset) {
       return started.contains(id(partition, offset));
     }
+
+    void park(int partition, long offset) {
+      String id = id(partition, offset);
+      AtomicInteger n = nudges.computeIfAbsent(id, k -> new AtomicInteger());
+      slots.get(id).park(n::incrementAndGet);
+    }
+
+    int nudges(int partition, long offset) {
+      AtomicInteger n = nudges.get(id(partition, offset));
+      return n == null ? 0 : n.get();
+    }
   }
 
   private static RouteConsumer.Settings settings(int perPartition, int total, Duration shutdown) {
+    return settings(perPartition, total, shutdown, 1);
+  }
+
+  private static RouteConsumer.Settings settings(int perPartition, int total, Duration shutdown, int reorderWindow) {
     return new RouteConsumer.Settings("orders", List.of("orders"), perPartition, total, Duration.ofMillis(20), shutdown,
-        Duration.ofMillis(300));
+        Duration.ofMillis(300), reorderWindow);
   }
 
   private void startWith(RouteConsumer.Settings s, TopicPartition... assigned) {
@@ -328,5 +351,43 @@ class RouteConsumerTest {
     processor.finish(0, 2);
     await().pollDelay(Duration.ofMillis(200)).until(() -> true);
     assertThat(highestCommitted(P0)).isIn(-1L, 0L);
+  }
+
+  @Test
+  void parkedRecord_letsLaterRecordsOfItsKeyStart_withinTheWindow_andIsNudgedWhenOneFinishes() {
+    startWith(settings(64, 512, Duration.ofSeconds(5), 2), P0);
+    produce(P0, 0, "a", "a", "a");
+    await().until(() -> processor.isStarted(0, 0));
+    await().pollDelay(Duration.ofMillis(100)).until(() -> true);
+    assertThat(processor.isStarted(0, 1)).as("strict order until the first record parks").isFalse();
+    processor.park(0, 0);
+    await().until(() -> processor.isStarted(0, 1));
+    processor.park(0, 1);
+    await().pollDelay(Duration.ofMillis(100)).until(() -> true);
+    assertThat(processor.isStarted(0, 2)).as("two records of the key started: the window is full").isFalse();
+    // the second record overtakes and finishes: the parked first one is nudged, the third starts
+    processor.finish(0, 1);
+    await().until(() -> processor.nudges(0, 0) == 1);
+    await().until(() -> processor.isStarted(0, 2));
+    assertThat(processor.nudges(0, 1)).isZero();
+    processor.finish(0, 2);
+    await().until(() -> processor.nudges(0, 0) == 2);
+    // offset 0 is unfinished: nothing past it is committed, however much finished behind it
+    await().pollDelay(Duration.ofMillis(100)).until(() -> true);
+    assertThat(highestCommitted(P0)).isIn(-1L, 0L);
+    processor.finish(0, 0);
+    await().until(() -> committed(P0) == 3);
+  }
+
+  @Test
+  void parkedRecord_windowOne_keepsStrictOrder() {
+    startWith(settings(64, 512, Duration.ofSeconds(5), 1), P0);
+    produce(P0, 0, "a", "a");
+    await().until(() -> processor.isStarted(0, 0));
+    processor.park(0, 0);
+    await().pollDelay(Duration.ofMillis(150)).until(() -> true);
+    assertThat(processor.isStarted(0, 1)).isFalse();
+    processor.finish(0, 0);
+    await().until(() -> processor.isStarted(0, 1));
   }
 }
