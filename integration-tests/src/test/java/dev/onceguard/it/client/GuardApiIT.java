@@ -280,6 +280,29 @@ class GuardApiIT {
   }
 
   @Test
+  void abandonedClaim_afterItsLease_doesNotKeepTheEntityBusy_anotherEventOfItIsAccepted() throws Exception {
+    acceptAndConfirm("h-1", "create");
+    SubmitResult pay = guard.submit(event("h-1", "pay"));
+    assertThat(pay.isAccepted()).isTrue();
+    // the caller goes away without Complete; while the lease lives the entity is busy
+    assertThatThrownBy(() -> guard.submit(event("h-1", "cancel")))
+        .isInstanceOfSatisfying(EntityBusyException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
+
+    Instant leaseUntil = pay.leaseUntil().orElseThrow();
+    Thread.sleep(Math.max(0, Duration.between(Instant.now(), leaseUntil).toMillis()) + 300);
+
+    // past the lease the claim is void: undone, and the entity takes the next event from where it was
+    SubmitResult cancel = guard.submit(event("h-1", "cancel"));
+    assertThat(cancel.verdict().disposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(cancel.fromState()).as("the abandoned 'pay' was rolled back").isEqualTo("created");
+    guard.complete(cancel.claimToken().orElseThrow(), Completion.OK, "cancelled");
+    assertThat(sidecar.entity("h-1")).isEqualTo(new EntityRow("cancelled", "created", 2, null));
+    assertThat(sidecar.ledger(ROUTE, "h-1")).containsExactly("create DONE 1", "cancel DONE 1");
+    assertThatThrownBy(() -> guard.complete(pay.claimToken().orElseThrow(), Completion.OK, "too late"))
+        .isInstanceOf(ClaimExpiredException.class);
+  }
+
+  @Test
   void explain_byDedupKeyAndByEntity_returnsLedgerRows_stateAndVersion_andRecentDecisionsWithReasons() {
     Submission create = event("f-1", "create");
     SubmitResult created = guard.submit(create);

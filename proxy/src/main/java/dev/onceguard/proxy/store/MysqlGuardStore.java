@@ -21,6 +21,8 @@ import io.r2dbc.spi.Readable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 
 /**
@@ -41,6 +43,7 @@ import reactor.core.publisher.Mono;
  * per step, run in autocommit: 1 + 1 for an accepted record, INSERT (refused) + SELECT for a replay.
  */
 public final class MysqlGuardStore implements GuardStore {
+  private static final Logger log = LoggerFactory.getLogger(MysqlGuardStore.class);
   private static final int MAX_CLAIM_LOOPS = 5;
 
   private final Db db;
@@ -254,45 +257,91 @@ public final class MysqlGuardStore implements GuardStore {
   private record EntityRow(String state, long version, String pendingKey, Long pendingUntil) {}
 
   private Mono<ClaimResult> onEntityConflict(ClaimCommand cmd) {
-    ExtractedEvent e = cmd.extracted();
     StateMachine m = cmd.machine();
-    EventConfig ev = cmd.event();
     return db.autocommit(c -> Db.query(c,
             "SELECT state, version, pending_key, pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
             r -> new EntityRow(r.get(0, String.class), r.get(1, Long.class), r.get(2, String.class), r.get(3, Long.class)),
-            m.name(), e.entityId()))
-        .map(rows -> {
+            m.name(), cmd.extracted().entityId()))
+        .flatMap(rows -> {
           EntityRow row = rows.isEmpty() ? null : rows.get(0);
-          Verdict.Builder vb = Verdicts.base(cmd.route(), e).addAllExpectedFromStates(ev.from());
-          if (row != null) {
-            vb.setCurrentState(row.state()).setCurrentVersion(row.version());
+          if (row != null && row.pendingKey() != null && row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()) {
+            return expireAbandonedApiClaim(cmd, row).map(expired -> expired ? RETRY : classify(cmd, row));
           }
-          if (row == null && ev.creating()) {
-            return RETRY; // the entity was deleted (creation aborted) between our INSERT and SELECT
-          }
-          boolean busy = row != null && row.pendingKey() != null;
-          StateMachine.Classification cl = m.classify(ev, row == null ? null : row.state(), busy);
-          long retryAt = cmd.nowMillis() + cmd.earlyArrivalRetryMillis();
-          switch (cl) {
-            case ALREADY_APPLIED:
-              return new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
-                  "entity is already in '" + row.state() + "' (version " + row.version() + "); '" + ev.name() + "' leads to '" + ev.to() + "'"));
-            case EARLY_ARRIVAL: {
-              String why = row == null ? "entity does not exist yet"
-                  : busy ? "entity has another transition pending (dedup key " + row.pendingKey()
-                      + (row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()
-                          ? ", its lease expired " + (cmd.nowMillis() - row.pendingUntil()) + " ms ago and nobody took it over: see Explain" : "")
-                      + ")"
-                  : "entity is in '" + row.state() + "', not yet in " + ev.from();
-              Verdict timeout = Verdicts.escalate(vb.clone(), Layer.STATE_MACHINE, Reason.OUT_OF_ORDER,
-                  "'" + ev.name() + "' arrived early and the entity never reached " + ev.from() + ": " + why);
-              return new ClaimResult.Wait(busy ? ClaimResult.Wait.Kind.ENTITY_BUSY : ClaimResult.Wait.Kind.EARLY_ARRIVAL, retryAt, timeout);
-            }
-            default:
-              return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.ILLEGAL_TRANSITION,
-                  "'" + ev.name() + "' is not allowed from '" + row.state() + "' (allowed from " + ev.from() + ")"));
-          }
+          return Mono.just(classify(cmd, row));
         });
+  }
+
+  private record PendingRow(String route, String owner, int attempts, Long leaseUntil, int partition) {}
+
+  /**
+   * The entity is held by a transition whose lease ran out. A Kafka record's claim is left alone:
+   * Kafka redelivers that record (never committed past) and its next owner takes the claim over,
+   * flagged as a redelivery, since the business may have applied it. A Guard API claim has nobody
+   * to redeliver it: its caller either retries (and takes it over) or went away, and then the
+   * claim must expire with its lease as the API promises, or the entity would stay busy forever.
+   * So an expired API claim is undone (fenced on owner, attempt and lease) and the claim retried.
+   *
+   * @return true if the claim was undone here
+   */
+  private Mono<Boolean> expireAbandonedApiClaim(ClaimCommand cmd, EntityRow row) {
+    String machine = cmd.machine().name();
+    String entityId = cmd.extracted().entityId();
+    return db.atomically(true, c -> Db.query(c,
+            "SELECT route, owner, attempts, lease_until, source_partition FROM " + ledger
+                + " WHERE entity_id = ? AND dedup_key = ? AND status = 'PENDING'",
+            r -> new PendingRow(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class), r.get(3, Long.class),
+                r.get(4, Integer.class)),
+            entityId, row.pendingKey())
+        .flatMap(found -> {
+          PendingRow p = found.stream()
+              .filter(x -> x.partition() < 0 && x.leaseUntil() != null && x.leaseUntil() < cmd.nowMillis())
+              .findFirst().orElse(null);
+          if (p == null) {
+            return Mono.just(false);
+          }
+          return undo(c, p.route(), row.pendingKey(), p.owner(), p.attempts(), machine, entityId, cmd.nowMillis())
+              .doOnNext(done -> {
+                if (done) {
+                  log.warn("route {}: released an abandoned Guard API claim on entity {} (route {}, owner {}, lease expired {} ms ago)",
+                      cmd.route(), entityId, p.route(), p.owner(), cmd.nowMillis() - p.leaseUntil());
+                }
+              });
+        }));
+  }
+
+  private ClaimResult classify(ClaimCommand cmd, EntityRow row) {
+    ExtractedEvent e = cmd.extracted();
+    StateMachine m = cmd.machine();
+    EventConfig ev = cmd.event();
+    Verdict.Builder vb = Verdicts.base(cmd.route(), e).addAllExpectedFromStates(ev.from());
+    if (row != null) {
+      vb.setCurrentState(row.state()).setCurrentVersion(row.version());
+    }
+    if (row == null && ev.creating()) {
+      return RETRY; // the entity was deleted (creation aborted) between our INSERT and SELECT
+    }
+    boolean busy = row != null && row.pendingKey() != null;
+    StateMachine.Classification cl = m.classify(ev, row == null ? null : row.state(), busy);
+    long retryAt = cmd.nowMillis() + cmd.earlyArrivalRetryMillis();
+    switch (cl) {
+      case ALREADY_APPLIED:
+        return new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
+            "entity is already in '" + row.state() + "' (version " + row.version() + "); '" + ev.name() + "' leads to '" + ev.to() + "'"));
+      case EARLY_ARRIVAL: {
+        String why = row == null ? "entity does not exist yet"
+            : busy ? "entity has another transition pending (dedup key " + row.pendingKey()
+                + (row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()
+                    ? ", its lease expired " + (cmd.nowMillis() - row.pendingUntil()) + " ms ago and nobody took it over: see Explain" : "")
+                + ")"
+            : "entity is in '" + row.state() + "', not yet in " + ev.from();
+        Verdict timeout = Verdicts.escalate(vb.clone(), Layer.STATE_MACHINE, Reason.OUT_OF_ORDER,
+            "'" + ev.name() + "' arrived early and the entity never reached " + ev.from() + ": " + why);
+        return new ClaimResult.Wait(busy ? ClaimResult.Wait.Kind.ENTITY_BUSY : ClaimResult.Wait.Kind.EARLY_ARRIVAL, retryAt, timeout);
+      }
+      default:
+        return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.ILLEGAL_TRANSITION,
+            "'" + ev.name() + "' is not allowed from '" + row.state() + "' (allowed from " + ev.from() + ")"));
+    }
   }
 
   private static ClaimResult busy(ClaimCommand cmd, String why) {
@@ -337,26 +386,37 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> abort(Claim claim, long nowMillis) {
-    return db.atomically(claim.machine() != null, c -> Db.update(c,
-                "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-                claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-            .flatMap(n -> {
-              if (n != 1) {
-                return Mono.just(false);
-              }
-              if (claim.machine() == null) {
-                return Mono.just(true);
-              }
-              // a creating event leaves no previous state: the entity row goes
-              return Db.update(c, "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
-                      claim.machine(), claim.entityId(), claim.dedupKey())
-                  .flatMap(d -> d == 1 ? Mono.just(true)
-                      : Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
-                              + " pending_key = NULL, pending_until = NULL, updated_at = ?"
-                              + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                          nowMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true));
-            }))
+    return db.atomically(claim.machine() != null, c -> undo(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(),
+            claim.machine(), claim.entityId(), nowMillis))
         .toFuture();
+  }
+
+  /**
+   * Deletes the PENDING ledger row of exactly this claim (owner and attempt) and puts the entity
+   * back where it was; false if the row is not that claim's any more. Inside the caller's
+   * transaction.
+   */
+  private Mono<Boolean> undo(Connection c, String route, String dedupKey, String owner, int attempts, String machine,
+      String entityId, long nowMillis) {
+    return Db.update(c,
+            "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+            route, dedupKey, owner, attempts)
+        .flatMap(n -> {
+          if (n != 1) {
+            return Mono.just(false);
+          }
+          if (machine == null) {
+            return Mono.just(true);
+          }
+          // a creating event leaves no previous state: the entity row goes
+          return Db.update(c, "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
+                  machine, entityId, dedupKey)
+              .flatMap(d -> d == 1 ? Mono.just(true)
+                  : Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
+                          + " pending_key = NULL, pending_until = NULL, updated_at = ?"
+                          + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+                      nowMillis, machine, entityId, dedupKey).thenReturn(true));
+        });
   }
 
   @Override
