@@ -3,14 +3,11 @@ package dev.onceguard.it.scenario;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.RecordingBusiness.Call;
-import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.wire.Headers;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -19,11 +16,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -67,37 +62,11 @@ class ReorderWindowIT {
 
   @Test
   void swappedEventsOfOneEntityInOnePartition_healInMachineOrder_andNeverOvertakeIntoAnIllegalOrder() throws Exception {
-    String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    try (KafkaSupport kafka = new KafkaSupport();
-        Mysql mysql = new Mysql();
+    try (OneRouteEnv env = new OneRouteEnv("reorder", PARTITIONS);
         RecordingBusiness business = RecordingBusiness.start()) {
-      String topic = kafka.createTopic("reorder", PARTITIONS);
-      String escalations = kafka.createTopic("reorder-escalate", 1);
-      String verdicts = kafka.createTopic("reorder-verdicts", 1);
-      SidecarConfig cfg = new ConfigReader(Map.of()).parse("""
-          sidecar: {instance-id: reorder, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms}
-          kafka: {bootstrap-servers: %s}
-          mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
-          redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms}
-          %s
-          routes:
-            - name: lines
-              topics: [%s]
-              group: reorder-%s
-              machine: line
-              entity-id: /line_id
-              event: /event
-              business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
-              fingerprint-exclude: [/message_id]
-              target: %s
-              escalation-topic: %s
-              verdict-topic: %s
-              reorder-window: 3
-              early-arrival-timeout: 30s
-              early-arrival-retry: 2s
-          """.formatted(RecordingBusiness.freePort(), kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(), ItEnv.mysqlUser(),
-          ItEnv.mysqlPassword(), database, ItEnv.redisUri(), database, OrderScenario.MACHINE_YAML, topic, ItEnv.uniqueSuffix(),
-          business.target(), escalations, verdicts), "reorder");
+      KafkaSupport kafka = env.kafka;
+      String topic = env.topic;
+      SidecarConfig cfg = env.config(business.target(), "reorder-window: 3", "early-arrival-timeout: 30s", "early-arrival-retry: 2s");
 
       Map<String, Kind> lines = new LinkedHashMap<>();
       List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
@@ -117,7 +86,7 @@ class ReorderWindowIT {
         String line = open.get(pick);
         int e = nextEvent.merge(line, 1, Integer::sum) - 1;
         List<String> sent = lines.get(line).sent;
-        records.add(record(topic, line, sent.get(e), "m-" + line + "-" + e));
+        records.add(env.record(line, sent.get(e), "m-" + line + "-" + e));
         if (e == sent.size() - 1) {
           open.remove(pick);
         }
@@ -128,13 +97,13 @@ class ReorderWindowIT {
         kafka.produce(records);
         Map<TopicPartition, Long> end = kafka.endOffsets(topic);
         await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
-            .until(() -> kafka.committedOffsets(cfg.routes().get(0).group(), topic).equals(end));
+            .until(() -> kafka.committedOffsets(env.group, topic).equals(end));
       } finally {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         System.out.printf("ReorderWindowIT: %d lines, %d records, all committed after %d ms%n", lines.size(), records.size(), ms);
       }
 
-      try {
+      {
         // what the business applied, per line, in the order it received it
         Map<String, List<String>> applied = new HashMap<>();
         business.calls().stream()
@@ -142,14 +111,14 @@ class ReorderWindowIT {
             .sorted(Comparator.comparingLong(Call::receivedAtNanos))
             .forEach(c -> applied.computeIfAbsent(c.delivery().getEntityId(), k -> new ArrayList<>()).add(c.delivery().getEvent()));
         Map<String, String> escalated = new HashMap<>();
-        for (ConsumerRecord<byte[], byte[]> r : kafka.readAll(escalations)) {
-          String line = json(r.value(), "line_id");
-          String event = json(r.value(), "event");
-          escalated.merge(line, event + ":" + header(r, Headers.REASON), (a, b) -> a + "," + b);
+        for (ConsumerRecord<byte[], byte[]> r : kafka.readAll(env.escalations)) {
+          String line = OneRouteEnv.field(r.value(), "line_id");
+          String event = OneRouteEnv.field(r.value(), "event");
+          escalated.merge(line, event + ":" + OneRouteEnv.header(r, Headers.REASON), (a, b) -> a + "," + b);
         }
         Map<String, Integer> duplicates = new HashMap<>();
-        for (ConsumerRecord<byte[], byte[]> r : kafka.readAll(verdicts)) {
-          if ("DUPLICATE_IGNORE".equals(header(r, Headers.DISPOSITION))) {
+        for (ConsumerRecord<byte[], byte[]> r : kafka.readAll(env.verdicts)) {
+          if ("DUPLICATE_IGNORE".equals(OneRouteEnv.header(r, Headers.DISPOSITION))) {
             var v = dev.onceguard.v1.Verdict.parseFrom(r.value());
             duplicates.merge(v.getEntityId(), 1, Integer::sum);
           }
@@ -169,32 +138,11 @@ class ReorderWindowIT {
             default -> assertThat(escalated.get(line)).as("%s (%s): nothing escalated", line, k).isNull();
           }
         }
-        List<List<Object>> states = mysql.rows("SELECT state, COUNT(*) FROM " + database + ".og_entity GROUP BY state ORDER BY state");
+        List<List<Object>> states = env.mysql.rows("SELECT state, COUNT(*) FROM " + env.database + ".og_entity GROUP BY state ORDER BY state");
         assertThat(states).containsExactlyInAnyOrder(
             List.of("delivered", (long) LINES_PER_KIND * 4),
             List.of("shipped", (long) LINES_PER_KIND));
-      } finally {
-        mysql.exec("DROP DATABASE IF EXISTS " + database);
       }
     }
-  }
-
-  private static ProducerRecord<byte[], byte[]> record(String topic, String line, String event, String messageId) {
-    String order = "o-" + line;
-    String json = """
-        {"line_id":"%s","order_id":"%s","sku_id":"s-1","warehouse_id":"w-1","batch_no":1,"event":"%s","message_id":"%s"}"""
-        .formatted(line, order, event, messageId);
-    return new ProducerRecord<>(topic, line.getBytes(StandardCharsets.UTF_8), json.getBytes(StandardCharsets.UTF_8));
-  }
-
-  private static String header(ConsumerRecord<byte[], byte[]> r, String name) {
-    Header h = r.headers().lastHeader(name);
-    return h == null ? null : new String(h.value(), StandardCharsets.UTF_8);
-  }
-
-  private static String json(byte[] value, String field) {
-    String s = new String(value, StandardCharsets.UTF_8);
-    int i = s.indexOf("\"" + field + "\":\"") + field.length() + 4;
-    return s.substring(i, s.indexOf('"', i));
   }
 }

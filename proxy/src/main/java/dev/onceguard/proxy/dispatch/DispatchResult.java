@@ -10,12 +10,16 @@ import java.time.Duration;
  *     attempt — true after a deadline, a broken connection or any transport failure, false only
  *     when the business itself answered RETRY. A later attempt after an ambiguous one is flagged
  *     {@code redelivery}.
+ * @param businessDown for RETRY: the business could not be reached or says it is unavailable
+ *     (gRPC {@code UNAVAILABLE}: not listening, restarting, shedding load). Such attempts do not
+ *     count towards {@code retry.max-attempts}: a business that is down pauses its records like a
+ *     store outage does, instead of turning each of them into a BUSINESS_REJECTED escalation.
  */
-public record DispatchResult(Kind kind, String message, Duration retryAfter, boolean maybeDelivered) {
+public record DispatchResult(Kind kind, String message, Duration retryAfter, boolean maybeDelivered, boolean businessDown) {
 
   /** An answer the business gave itself (not ambiguous). */
   public DispatchResult(Kind kind, String message, Duration retryAfter) {
-    this(kind, message, retryAfter, kind != Kind.RETRY);
+    this(kind, message, retryAfter, kind != Kind.RETRY, false);
   }
   public enum Kind {
     /** Applied: confirm. */
@@ -32,7 +36,15 @@ public record DispatchResult(Kind kind, String message, Duration retryAfter, boo
 
   /** A transport-level retry: the business may have seen the attempt. */
   public static DispatchResult retry(String message) {
-    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true);
+    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true, false);
+  }
+
+  /**
+   * The business is down or unreachable: retried without bound (the business may have seen the
+   * attempt if the connection broke mid-call).
+   */
+  public static DispatchResult businessDown(String message) {
+    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true, true);
   }
 
   /**
@@ -40,7 +52,7 @@ public record DispatchResult(Kind kind, String message, Duration retryAfter, boo
    * backoff). Not ambiguous: the business says it did not apply the record.
    */
   public static DispatchResult retry(String message, Duration retryAfter) {
-    return new DispatchResult(Kind.RETRY, message, retryAfter, false);
+    return new DispatchResult(Kind.RETRY, message, retryAfter, false, false);
   }
 
   public static DispatchResult reject(String message) {

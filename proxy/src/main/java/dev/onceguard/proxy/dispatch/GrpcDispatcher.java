@@ -30,8 +30,10 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@code OK} result, or status {@code ALREADY_EXISTS}</td><td>OK</td></tr>
  *   <tr><td>{@code RETRY} result (with its {@code retry_after_ms})</td><td>RETRY</td></tr>
  *   <tr><td>{@code REJECT} result, status {@code INVALID_ARGUMENT} or {@code FAILED_PRECONDITION}</td><td>REJECT</td></tr>
- *   <tr><td>{@code OUTCOME_UNSPECIFIED}, and every other status ({@code UNAVAILABLE},
- *       {@code DEADLINE_EXCEEDED}, {@code RESOURCE_EXHAUSTED}, {@code INTERNAL}, …)</td><td>RETRY</td></tr>
+ *   <tr><td>status {@code UNAVAILABLE} (not listening, connection lost, restarting)</td><td>RETRY, business down:
+ *       retried without bound</td></tr>
+ *   <tr><td>{@code OUTCOME_UNSPECIFIED}, and every other status ({@code DEADLINE_EXCEEDED},
+ *       {@code RESOURCE_EXHAUSTED}, {@code INTERNAL}, …)</td><td>RETRY, up to {@code retry.max-attempts}</td></tr>
  * </table>
  *
  * <p>An unknown failure is a RETRY, not a REJECT: a rejection escalates the record and aborts its
@@ -131,6 +133,7 @@ public final class GrpcDispatcher implements Dispatcher {
     return switch (s.getCode()) {
       case OK, ALREADY_EXISTS -> DispatchResult.ok();
       case INVALID_ARGUMENT, FAILED_PRECONDITION -> DispatchResult.reject("business call failed: " + text);
+      case UNAVAILABLE -> DispatchResult.businessDown("business unavailable: " + text);
       default -> DispatchResult.retry("business call failed: " + text);
     };
   }

@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  *       illegal;
  *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
  *       renewed while the call and its retries run; RETRY backs off with jitter up to
- *       {@code retry.max-attempts}, then counts as a rejection;
+ *       {@code retry.max-attempts}, then counts as a rejection; a business that is down
+ *       ({@code UNAVAILABLE}) is waited for without bound, like a store outage;
  *   <li><b>confirm</b> on OK (retried until the database takes it; never forwarded again), or
  *       <b>abort</b> on REJECT then escalate as BUSINESS_REJECTED.
  * </ol>
@@ -420,6 +421,8 @@ public final class GuardedProcessor implements RecordProcessor {
       boolean dispatched;
       /** Some attempt ended ambiguously (deadline, transport): later ones are redeliveries. */
       boolean maybeSeen;
+      /** Attempts the business answered or timed out (business-down attempts do not count). */
+      int counted;
 
       Forward(Claim claim, Verdict accepted) {
         this.claim = claim;
@@ -488,7 +491,7 @@ public final class GuardedProcessor implements RecordProcessor {
           case REJECT -> abort("business rejected it at attempt " + n + ": " + res.message());
           case RETRY -> {
             maybeSeen |= res.maybeDelivered();
-            if (n >= route.retry().maxAttempts()) {
+            if (!res.businessDown() && ++counted >= route.retry().maxAttempts()) {
               abort("business did not apply it after " + n + " attempts; last: " + res.message());
               return;
             }

@@ -121,6 +121,7 @@ class GrpcDispatcherTest {
     DispatchResult r = call();
     assertThat(r.kind()).isEqualTo(Kind.RETRY);
     assertThat(r.message()).contains(code.name()).contains("boom");
+    assertThat(r.businessDown()).as("only UNAVAILABLE means the business is down").isEqualTo(code == Status.Code.UNAVAILABLE);
   }
 
   @ParameterizedTest
@@ -145,6 +146,7 @@ class GrpcDispatcherTest {
         .toCompletableFuture().get(5, TimeUnit.SECONDS);
     assertThat(r.kind()).isEqualTo(Kind.RETRY);
     assertThat(r.message()).contains("DEADLINE_EXCEEDED");
+    assertThat(r.businessDown()).as("a slow business counts towards max-attempts").isFalse();
   }
 
   @Test
@@ -172,6 +174,8 @@ class GrpcDispatcherTest {
       DispatchResult r = d.dispatch(Delivery.getDefaultInstance(), Duration.ofSeconds(5)).toCompletableFuture().get(10, TimeUnit.SECONDS);
       assertThat(r.kind()).isEqualTo(Kind.RETRY);
       assertThat(r.message()).contains("UNAVAILABLE");
+      assertThat(r.businessDown()).isTrue();
+      assertThat(r.maybeDelivered()).isTrue();
     }
   }
 }

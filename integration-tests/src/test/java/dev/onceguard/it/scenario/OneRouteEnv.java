@@ -1,0 +1,109 @@
+package dev.onceguard.it.scenario;
+
+import dev.onceguard.it.ItEnv;
+import dev.onceguard.it.KafkaSupport;
+import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.SidecarConfig;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+
+/**
+ * A guarded sidecar with one route over the order-line machine, for tests of one behaviour: a
+ * source topic, an escalation topic and a verdict topic, a consumer group, a MySQL database
+ * {@code og_it_<random>} and a Redis key prefix of its own. {@link #close()} drops the database
+ * and deletes the topics.
+ */
+final class OneRouteEnv implements AutoCloseable {
+  final KafkaSupport kafka = new KafkaSupport();
+  final Mysql mysql = new Mysql();
+  final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+  final String topic;
+  final String escalations;
+  final String verdicts;
+  final String group;
+
+  OneRouteEnv(String name, int partitions) {
+    try {
+      topic = kafka.createTopic(name, partitions);
+      escalations = kafka.createTopic(name + "-escalate", 1);
+      verdicts = kafka.createTopic(name + "-verdicts", 1);
+      group = name + "-" + ItEnv.uniqueSuffix();
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /**
+   * The sidecar's configuration: route {@code lines} keyed by {@code /line_id}, events in
+   * {@code /event}, business key order, sku, warehouse, batch.
+   *
+   * @param routeExtra more route settings, one per line, e.g. {@code "reorder-window: 3"}
+   */
+  SidecarConfig config(String target, String... routeExtra) {
+    StringBuilder extra = new StringBuilder();
+    for (String s : routeExtra) {
+      extra.append("    ").append(s).append('\n');
+    }
+    return new ConfigReader(Map.of()).parse("""
+        sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms}
+        kafka: {bootstrap-servers: %s}
+        mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
+        redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms}
+        %s
+        routes:
+          - name: lines
+            topics: [%s]
+            group: %s
+            machine: line
+            entity-id: /line_id
+            event: /event
+            business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+            fingerprint-exclude: [/message_id]
+            target: %s
+            escalation-topic: %s
+            verdict-topic: %s
+        %s""".formatted(group, RecordingBusiness.freePort(), kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
+        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, ItEnv.redisUri(), database,
+        OrderScenario.MACHINE_YAML, topic, group, target, escalations, verdicts, extra), group);
+  }
+
+  /** A record of {@link #topic}: the line is the Kafka key, so a line's events share a partition. */
+  ProducerRecord<byte[], byte[]> record(String line, String event, String messageId) {
+    String json = """
+        {"line_id":"%s","order_id":"o-%s","sku_id":"s-1","warehouse_id":"w-1","batch_no":1,"event":"%s","message_id":"%s"}"""
+        .formatted(line, line, event, messageId);
+    return new ProducerRecord<>(topic, line.getBytes(StandardCharsets.UTF_8),
+        json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    Header h = r.headers().lastHeader(name);
+    return h == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+  }
+
+  /** A string field of a record value written by {@link #record}. */
+  static String field(byte[] value, String name) {
+    String s = new String(value, StandardCharsets.UTF_8);
+    int i = s.indexOf("\"" + name + "\":\"") + name.length() + 4;
+    return s.substring(i, s.indexOf('"', i));
+  }
+
+  @Override
+  public void close() {
+    try {
+      mysql.exec("DROP DATABASE IF EXISTS " + database);
+    } finally {
+      try {
+        mysql.close();
+      } finally {
+        kafka.close();
+      }
+    }
+  }
+}
