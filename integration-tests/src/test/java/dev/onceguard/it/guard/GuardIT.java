@@ -516,7 +516,7 @@ class GuardIT {
     long duplicateNoMachine = Db.roundTrips() - t4;
     System.out.printf("MySQL round trips without a machine: accepted = %d, exact duplicate (L1 miss) = %d%n",
         acceptedNoMachine, duplicateNoMachine);
-    assertThat(accepted).isEqualTo(8);
+    assertThat(accepted).isEqualTo(5);
     assertThat(acceptedNoMachine).isEqualTo(2);
     assertThat(duplicateNoMachine).isEqualTo(2);
     assertThat(duplicate).isEqualTo(4);

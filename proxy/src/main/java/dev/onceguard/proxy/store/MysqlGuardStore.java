@@ -38,9 +38,10 @@ import reactor.core.publisher.Mono;
  * statement, no {@code SELECT … FOR UPDATE}, no lock wait beyond the statement.
  *
  * <p>Round trips: an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to claim
- * and BEGIN, UPDATE ledger, UPDATE entity, COMMIT to confirm; an exact replay that misses L1 costs
- * BEGIN, INSERT (refused), ROLLBACK and one SELECT. A route without a machine has one statement
- * per step, run in autocommit: 1 + 1 for an accepted record, INSERT (refused) + SELECT for a replay.
+ * and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit) to
+ * confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one SELECT.
+ * A route without a machine has one statement per step, run in autocommit: 1 + 1 for an accepted
+ * record, INSERT (refused) + SELECT for a replay.
  */
 public final class MysqlGuardStore implements GuardStore {
   private static final Logger log = LoggerFactory.getLogger(MysqlGuardStore.class);
@@ -357,17 +358,23 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-    return db.atomically(claim.machine() != null, c -> Db.update(c,
-                "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-                    + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-                nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-            .flatMap(n -> n != 1 ? Mono.just(false)
-                : claim.machine() == null ? Mono.just(true)
-                : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
-                        + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                    nowMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true)))
-        .flatMap(ok -> ok ? Mono.just(true) : confirmedEarlier(claim))
-        .toFuture();
+    // One statement, so autocommit is enough: the ledger row turns DONE and the entity's pending
+    // transition is released together or not at all. The LEFT JOIN reads the ledger first, so
+    // rows are locked in the usual order (ledger, then entity); the entity is only touched if it
+    // still waits on this key.
+    Mono<Boolean> done = claim.machine() == null
+        ? db.autocommit(c -> Db.update(c,
+            "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
+                + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()).map(n -> n == 1))
+        : db.autocommit(c -> Db.update(c,
+            "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
+                + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
+                + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
+                + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
+            claim.machine(), claim.entityId(), nowMillis, nowMillis, claim.route(), claim.dedupKey(), claim.owner(),
+            claim.attempts()).map(n -> n >= 1));
+    return done.flatMap(ok -> ok ? Mono.just(true) : confirmedEarlier(claim)).toFuture();
   }
 
   /**
