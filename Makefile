@@ -4,6 +4,7 @@
 #   make build       compile + install all modules, no tests
 #   make test        stack up, mvn verify with the stack's env, stack down (always)
 #   make demo        build, stack up, scripts/demo.sh, stack down (always)
+#   make bench       build, stack up, the benchmark (BENCH_ARGS), stack down (always)
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make clean       stack down, mvn clean, remove .stack/
@@ -17,7 +18,7 @@ ROOT  := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STACK := $(ROOT)/scripts/stack.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo stack-up stack-down clean
+.PHONY: build test demo bench stack-up stack-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -46,6 +47,19 @@ demo: build
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
 	echo "[make] demo finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
+	exit $$rc
+
+# e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
+BENCH_ARGS ?=
+bench: build
+	@start=$$(date +%s); rc=0; trap : INT TERM; \
+	cd "$(ROOT)"; \
+	"$(STACK)" up || rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  ( set -a; . "$(ENV)"; set +a; java -jar bench/target/onceguard-bench.jar $(BENCH_ARGS) ) || rc=$$?; \
+	fi; \
+	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
+	echo "[make] bench finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
 	exit $$rc
 
 stack-up:

@@ -25,7 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -106,6 +106,28 @@ class OnceGuardConsumerTest {
     }
     assertThat(all).hasSize(n);
     return all;
+  }
+
+  /**
+   * Starts a 30 s poll on {@link #otherThread} and returns once that thread waits inside it, so
+   * it holds the consumer. Not a fixed sleep: on a loaded machine the thread may not even have
+   * entered poll after one.
+   */
+  private Future<?> pollOnOtherThreadUntilBlocked(OnceGuardConsumer<String, String> c) throws Exception {
+    CompletableFuture<Thread> poller = new CompletableFuture<>();
+    Future<?> poll = otherThread.submit(() -> {
+      poller.complete(Thread.currentThread());
+      return c.poll(Duration.ofSeconds(30));
+    });
+    Thread t = poller.get(10, TimeUnit.SECONDS);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    // the only timed wait on that thread is poll's wait for stream events, which holds the consumer
+    while (t.getState() != Thread.State.TIMED_WAITING) {
+      assertThat(poll).as("the poll on the other thread ended early").isNotDone();
+      assertThat(System.nanoTime()).as("the other thread did not block in poll within 10 s").isLessThan(deadline);
+      Thread.sleep(1);
+    }
+    return poll;
   }
 
   private static Map<String, HandleResult.Outcome> outcomes(List<Ack> acks) {
@@ -564,14 +586,7 @@ class OnceGuardConsumerTest {
   void wakeup_makesABlockedPollThrowWakeupException() throws Exception {
     OnceGuardConsumer<String, String> c = manualCommitConsumer(10);
     c.subscribe(List.of(TOPIC));
-    CountDownLatch polling = new CountDownLatch(1);
-
-    Future<?> poll = otherThread.submit(() -> {
-      polling.countDown();
-      return c.poll(Duration.ofSeconds(30));
-    });
-    polling.await();
-    Thread.sleep(100); // let the poll block
+    Future<?> poll = pollOnOtherThreadUntilBlocked(c);
     long start = System.nanoTime();
     c.wakeup();
 
@@ -594,13 +609,7 @@ class OnceGuardConsumerTest {
   void concurrentUseFromTwoThreads_throwsConcurrentModification() throws Exception {
     OnceGuardConsumer<String, String> c = manualCommitConsumer(10);
     c.subscribe(List.of(TOPIC));
-    CountDownLatch polling = new CountDownLatch(1);
-    Future<?> poll = otherThread.submit(() -> {
-      polling.countDown();
-      return c.poll(Duration.ofSeconds(30));
-    });
-    polling.await();
-    Thread.sleep(100);
+    Future<?> poll = pollOnOtherThreadUntilBlocked(c);
 
     assertThatThrownBy(c::commitSync).isInstanceOf(ConcurrentModificationException.class);
 

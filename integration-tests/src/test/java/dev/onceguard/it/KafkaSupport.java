@@ -69,6 +69,12 @@ public final class KafkaSupport implements AutoCloseable {
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    // One request in flight: tests produce right after createTopic, when the broker may not lead
+    // every partition yet. With several in flight, a first request can fail NOT_LEADER_OR_FOLLOWER
+    // while a later one (higher sequence numbers) is appended once the partition is ready; the
+    // retries of the first then fail OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms
+    // (KAFKA-14359 / KAFKA-15591; seen here as "Expiring N record(s) ... 120001 ms").
+    p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
       List<Future<RecordMetadata>> fs = new ArrayList<>();

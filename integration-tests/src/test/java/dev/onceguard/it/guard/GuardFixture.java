@@ -23,7 +23,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import reactor.core.publisher.Mono;
 
@@ -73,7 +75,9 @@ final class GuardFixture implements AutoCloseable {
     String yaml = "kafka:\n  bootstrap-servers: 127.0.0.1:1\n"
         + "mysql:\n  host: " + HOST + "\n  port: " + PORT + "\n  user: " + USER + "\n  password: '" + PASSWORD + "'\n"
         + "  database: " + database + "\n  pool-size: " + poolSize + "\n"
-        + "redis:\n  uri: " + REDIS + "\n  key-prefix: '" + redisPrefix + "'\n  timeout: 200ms\n  breaker-open-for: 1s\n"
+        // The breaker reopens by this fixture's manual clock, which tests rarely move: one slow
+        // answer (a loaded machine) would switch L1 off for the rest of a test that expects hits.
+        + "redis:\n  uri: " + REDIS + "\n  key-prefix: '" + redisPrefix + "'\n  timeout: 2s\n  breaker-open-for: 1s\n"
         + routesAndMachinesYaml;
     config = new ConfigReader(Map.of()).parse(yaml, "fixture");
     db = new Db(config.mysql());
@@ -85,9 +89,38 @@ final class GuardFixture implements AutoCloseable {
   Guard guard(String owner, String redisUri) {
     IdempotencyCache cache = redisUri == null ? IdempotencyCache.DISABLED
         : new RedisIdempotencyCache(new SidecarConfig.RedisConfig(redisUri, config.redis().timeout(), redisPrefix, config.redis().breakerOpenFor()), clock);
+    if (REDIS.equals(redisUri)) {
+      try {
+        awaitConnected((RedisIdempotencyCache) cache);
+      } catch (RuntimeException e) {
+        ((RedisIdempotencyCache) cache).close();
+        throw e;
+      }
+    }
     Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), clock, owner);
     guards.add(g);
     return g;
+  }
+
+  /**
+   * The cache connects in the background and, until connected, answers "not seen" and writes
+   * nothing: a test that expects an L1 hit must not start before. Waits for a first real answer
+   * (a GET of a key nobody writes).
+   */
+  private static void awaitConnected(RedisIdempotencyCache cache) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (cache.hits() + cache.misses() == 0) {
+      if (cache.failures() > 0) {
+        throw new IllegalStateException("Redis L1 at " + REDIS + " failed while connecting (see the log)");
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new IllegalStateException("Redis L1 at " + REDIS + " not connected within 10 s");
+      }
+      cache.seen("og-fixture-probe", "probe", "probe").toCompletableFuture().join();
+      if (cache.hits() + cache.misses() == 0) {
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+      }
+    }
   }
 
   Guard guard(String owner) {

@@ -140,14 +140,29 @@ public final class ConfigReader {
 
     Node r = root.optObject("redis");
     String uri = r.string("uri", null);
-    if (uri != null && !uri.startsWith("redis://") && !uri.startsWith("rediss://")) {
-      throw r.error("uri", "'" + uri + "' is not a redis:// or rediss:// URI");
+    String redisMode = r.string("mode", "standalone");
+    if (!redisMode.equals("standalone") && !redisMode.equals("cluster")) {
+      throw r.error("mode", "'" + redisMode + "' is not one of standalone, cluster");
+    }
+    boolean cluster = redisMode.equals("cluster");
+    if (uri != null) {
+      String[] parts = uri.split(",");
+      if (parts.length > 1 && !cluster) {
+        throw r.error("uri", "several URIs are only allowed with mode: cluster (they are its seed nodes)");
+      }
+      for (String part : parts) {
+        String u = part.trim();
+        if (!u.startsWith("redis://") && !u.startsWith("rediss://")) {
+          throw r.error("uri", "'" + u + "' is not a redis:// or rediss:// URI");
+        }
+      }
     }
     RedisConfig redis = new RedisConfig(
         uri,
         r.duration("timeout", DEFAULT_REDIS_TIMEOUT),
         r.string("key-prefix", "og:"),
-        r.duration("breaker-open-for", DEFAULT_BREAKER_OPEN_FOR));
+        r.duration("breaker-open-for", DEFAULT_BREAKER_OPEN_FOR),
+        cluster);
     r.done();
 
     Map<String, MachineConfig> machines = new LinkedHashMap<>();

@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.config;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -45,12 +46,24 @@ public record SidecarConfig(
   }
 
   /**
-   * @param uri {@code redis://host:port[/db]}; {@code null} disables L1
+   * @param uri {@code redis://host:port[/db]}; for a cluster, one or more seed nodes separated by
+   *     commas; {@code null} disables L1
    * @param keyPrefix prepended to every key this sidecar writes
+   * @param cluster a Redis Cluster (lettuce's cluster client, which routes each key to its node)
    */
-  public record RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor) {
+  public record RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor, boolean cluster) {
+    /** A standalone Redis. */
+    public RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor) {
+      this(uri, timeout, keyPrefix, breakerOpenFor, false);
+    }
+
     public boolean enabled() {
       return uri != null;
+    }
+
+    /** The URIs in {@link #uri}, one per seed node. */
+    public List<String> uris() {
+      return uri == null ? List.of() : Arrays.stream(uri.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList();
     }
   }
 }

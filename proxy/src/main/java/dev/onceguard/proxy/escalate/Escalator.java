@@ -43,6 +43,11 @@ public final class Escalator implements AutoCloseable {
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    // One request in flight: with several, a first request that fails (NOT_LEADER_OR_FOLLOWER on a
+    // partition that is moving or new) can be overtaken by a later one, and its retries then fail
+    // OUT_OF_ORDER_SEQUENCE_NUMBER until the delivery timeout (KAFKA-14359); an escalation would
+    // stall for that long. Escalations are rare, and one request carries every partition's batch.
+    p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
     p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
     p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
     p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");

@@ -2,15 +2,21 @@ package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.SidecarConfig.RedisConfig;
 import dev.onceguard.proxy.time.Clock;
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.async.RedisStringAsyncCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -27,18 +33,19 @@ import org.slf4j.LoggerFactory;
  * interval, not one per record. An outage is logged once when it starts and once when it ends.
  *
  * <p>Keys are {@code <key-prefix><route>:<dedup key>}; the value is the record's fingerprint, so
- * that a hit is only a hit for the same content. The client and its
- * one connection are created here and closed by {@link #close()} (lettuce: a RedisClient is
- * expensive, reuse it). Thread-safe.
+ * that a hit is only a hit for the same content. Only single-key GET and SET are used, so a Redis
+ * Cluster ({@code redis.mode: cluster}) works the same way: lettuce's cluster client sends each key
+ * to the node that owns its slot, follows MOVED/ASK redirects and refreshes the topology when it
+ * changes. The client and its one connection are created here and closed by {@link #close()}
+ * (lettuce: a client is expensive, reuse it). Thread-safe.
  */
 public final class RedisIdempotencyCache implements IdempotencyCache {
   private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyCache.class);
 
   private final RedisConfig cfg;
   private final Clock clock;
-  private final RedisClient client;
-  private final RedisURI uri;
-  private final AtomicReference<StatefulRedisConnection<String, String>> conn = new AtomicReference<>();
+  private final Link link;
+  private final AtomicReference<Connection> conn = new AtomicReference<>();
   private final AtomicBoolean connecting = new AtomicBoolean();
   private final AtomicLong openUntil = new AtomicLong();
   private final AtomicBoolean down = new AtomicBoolean();
@@ -51,33 +58,74 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
     this.cfg = cfg;
     this.clock = clock;
-    this.uri = RedisURI.create(cfg.uri());
-    uri.setTimeout(cfg.timeout());
-    this.client = RedisClient.create(uri);
-    client.setOptions(ClientOptions.builder()
-        .autoReconnect(true)
-        // while disconnected, fail commands at once instead of queueing them: L1 must never wait
-        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-        .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(1)).build())
-        .timeoutOptions(TimeoutOptions.enabled(cfg.timeout()))
-        .build());
+    List<RedisURI> uris = cfg.uris().stream().map(u -> {
+      RedisURI r = RedisURI.create(u);
+      r.setTimeout(cfg.timeout());
+      return r;
+    }).toList();
+    this.link = cfg.cluster() ? Link.cluster(uris, cfg.timeout()) : Link.standalone(uris.get(0), cfg.timeout());
     connectAsync();
+  }
+
+  /** A connection of either client: what L1 needs of it. */
+  private record Connection(StatefulConnection<String, String> connection, RedisStringAsyncCommands<String, String> commands) {}
+
+  /** The client, standalone or cluster, and how it connects. */
+  private record Link(AbstractRedisClient client, java.util.function.Supplier<CompletionStage<Connection>> connector) {
+
+    static Link standalone(RedisURI uri, Duration timeout) {
+      RedisClient client = RedisClient.create(uri);
+      // while disconnected, fail commands at once instead of queueing them: L1 must never wait
+      client.setOptions(options(ClientOptions.builder(), timeout)
+          .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+          .build());
+      return new Link(client, () -> client.connectAsync(StringCodec.UTF8, uri).thenApply(c -> new Connection(c, c.async())));
+    }
+
+    static Link cluster(List<RedisURI> seeds, Duration timeout) {
+      RedisClusterClient client = RedisClusterClient.create(seeds);
+      ClusterClientOptions.Builder b = ClusterClientOptions.builder()
+          // follow slot moves and failovers without waiting for a failed command
+          .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+              .enableAllAdaptiveRefreshTriggers()
+              .enablePeriodicRefresh(Duration.ofSeconds(30))
+              .build());
+      options(b, timeout)
+          // The cluster client opens a node's connection when a key of that node is first used;
+          // rejecting commands while disconnected would reject exactly those first commands. So
+          // they queue (bounded), and the timeout (lettuce's and ours) still bounds every wait.
+          .disconnectedBehavior(ClientOptions.DisconnectedBehavior.ACCEPT_COMMANDS)
+          .requestQueueSize(10_000);
+      client.setOptions(b.build());
+      // connectAsync needs the slot map first (else "Partitions not initialized"); loading it
+      // asynchronously keeps the constructor and every reconnect off the caller's thread
+      return new Link(client, () -> client.refreshPartitionsAsync()
+          .thenCompose(v -> client.connectAsync(StringCodec.UTF8))
+          .thenApply(c -> new Connection(c, c.async())));
+    }
+
+    private static <B extends ClientOptions.Builder> B options(B b, Duration timeout) {
+      b.autoReconnect(true)
+          .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(1)).build())
+          .timeoutOptions(TimeoutOptions.enabled(timeout));
+      return b;
+    }
   }
 
   private void connectAsync() {
     if (closed || !connecting.compareAndSet(false, true)) {
       return;
     }
-    client.connectAsync(StringCodec.UTF8, uri).whenComplete((c, e) -> {
+    link.connector().get().whenComplete((c, e) -> {
       connecting.set(false);
       if (e != null) {
         failed("connect", e);
       } else if (closed) {
-        c.closeAsync();
+        c.connection().closeAsync();
       } else {
-        StatefulRedisConnection<String, String> old = conn.getAndSet(c);
+        Connection old = conn.getAndSet(c);
         if (old != null) {
-          old.closeAsync(); // a reconnect of our own replaced it: don't leak the old one
+          old.connection().closeAsync(); // a reconnect of our own replaced it: don't leak the old one
         }
       }
     });
@@ -88,28 +136,28 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   }
 
   /** The connection to use now, or {@code null} when the breaker is open or Redis is unreachable. */
-  private StatefulRedisConnection<String, String> usable() {
+  private RedisStringAsyncCommands<String, String> usable() {
     if (clock.nowMillis() < openUntil.get()) {
       skipped.incrementAndGet();
       return null;
     }
-    StatefulRedisConnection<String, String> c = conn.get();
-    if (c == null || !c.isOpen()) {
+    Connection c = conn.get();
+    if (c == null || !c.connection().isOpen()) {
       skipped.incrementAndGet();
       connectAsync();
       return null;
     }
-    return c;
+    return c.commands();
   }
 
   @Override
   public CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint) {
-    StatefulRedisConnection<String, String> c = usable();
+    RedisStringAsyncCommands<String, String> c = usable();
     if (c == null) {
       return CompletableFuture.completedFuture(false);
     }
     try {
-      return c.async().get(key(route, dedupKey)).toCompletableFuture()
+      return c.get(key(route, dedupKey)).toCompletableFuture()
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
@@ -132,12 +180,12 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
   @Override
   public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl) {
-    StatefulRedisConnection<String, String> c = usable();
+    RedisStringAsyncCommands<String, String> c = usable();
     if (c == null) {
       return CompletableFuture.completedFuture(null);
     }
     try {
-      return c.async().set(key(route, dedupKey), fingerprint, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
+      return c.set(key(route, dedupKey), fingerprint, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
@@ -189,10 +237,10 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   @Override
   public void close() {
     closed = true;
-    StatefulRedisConnection<String, String> c = conn.getAndSet(null);
+    Connection c = conn.getAndSet(null);
     if (c != null) {
-      c.close();
+      c.connection().close();
     }
-    client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    link.client().shutdown(Duration.ZERO, Duration.ofSeconds(2));
   }
 }

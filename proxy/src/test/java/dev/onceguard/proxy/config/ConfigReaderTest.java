@@ -245,6 +245,26 @@ class ConfigReaderTest {
   }
 
   @Test
+  void redisClusterMode_takesSeveralSeedUris() {
+    SidecarConfig c = parse(variant("  uri: redis://redis:6379/0\n",
+        "  mode: cluster\n  uri: redis://r1:7000, redis://r2:7001\n"));
+
+    assertThat(c.redis().cluster()).isTrue();
+    assertThat(c.redis().uris()).containsExactly("redis://r1:7000", "redis://r2:7001");
+    assertThat(parse(REFERENCE).redis().cluster()).as("standalone by default").isFalse();
+  }
+
+  @Test
+  void redisSeveralUris_withoutClusterMode_errorNamesPath() {
+    assertRejected(variant("  uri: redis://redis:6379/0\n", "  uri: redis://r1:7000,redis://r2:7001\n"))
+        .hasMessageStartingWith("redis.uri: several URIs are only allowed with mode: cluster");
+    assertRejected(variant("  uri: redis://redis:6379/0\n", "  mode: sentinel\n  uri: redis://r1:7000\n"))
+        .hasMessageStartingWith("redis.mode: 'sentinel' is not one of standalone, cluster");
+    assertRejected(variant("  uri: redis://redis:6379/0\n", "  mode: cluster\n  uri: redis://r1:7000, r2:7001\n"))
+        .hasMessageStartingWith("redis.uri: 'r2:7001' is not a redis:// or rediss:// URI");
+  }
+
+  @Test
   void mysqlToString_neverShowsThePassword() {
     assertThat(parse(REFERENCE).mysql().toString()).doesNotContain("s3cret").contains("og@mysql.internal:3306/onceguard");
   }

@@ -1,0 +1,66 @@
+package dev.onceguard.bench;
+
+import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import dev.onceguard.proxy.store.Db;
+import java.time.Duration;
+import reactor.core.publisher.Mono;
+
+/**
+ * Where the services are, from the environment {@code make bench} exports (scripts/stack.sh), and
+ * the sidecar configuration of each scenario.
+ */
+record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlUser, String mysqlPassword, String mysqlDatabase,
+    String redisUri) {
+
+  static Env fromEnvironment() {
+    String kafka = System.getenv("ONCEGUARD_KAFKA_BOOTSTRAP");
+    if (kafka == null || kafka.isBlank()) {
+      throw new IllegalStateException("ONCEGUARD_KAFKA_BOOTSTRAP is not set: run `make bench`, which starts a broker");
+    }
+    return new Env(kafka.trim(), env("ONCEGUARD_MYSQL_HOST", "127.0.0.1"), Integer.parseInt(env("ONCEGUARD_MYSQL_PORT", "3306")),
+        env("ONCEGUARD_MYSQL_USER", "root"), System.getenv().getOrDefault("ONCEGUARD_MYSQL_PASSWORD", ""),
+        env("ONCEGUARD_MYSQL_DATABASE", "test"), env("ONCEGUARD_REDIS_URI", "redis://127.0.0.1:6379"));
+  }
+
+  private static String env(String name, String def) {
+    String v = System.getenv(name);
+    return v == null || v.isBlank() ? def : v.trim();
+  }
+
+  /** One scenario's sidecar; guarded runs use their own database and Redis key prefix. */
+  String yaml(Bench.Scenario s, String topic, String database, String target) {
+    boolean machine = s == Bench.Scenario.GUARD_MACHINE || s == Bench.Scenario.GUARD_REPLAY;
+    String db = database == null ? mysqlDatabase : database;
+    return """
+        sidecar: {instance-id: bench, grpc-listen: 127.0.0.1:0, commit-interval: 500ms}
+        kafka: {bootstrap-servers: %s}
+        mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s}
+        redis: {uri: %s, key-prefix: 'ogbench:%s:'}
+        machines:
+          order:
+            states: [created, done]
+            events:
+              create: {to: created}
+              finish: {from: [created], to: done}
+        routes:
+          - name: bench
+            topics: [%s]
+            group: %s
+        %s    business-key: [/id, /sku_id, /warehouse_id, /batch_no]
+            fingerprint-exclude: [/note]
+            target: %s
+            redis-ttl: 1h
+        """.formatted(kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, redisUri, db, topic,
+        topic + "-group", machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
+  }
+
+  void dropDatabase(String database) {
+    Db db = new Db(new MysqlConfig(mysqlHost, mysqlPort, mysqlDatabase, mysqlUser, mysqlPassword, "og_", 1, false, Duration.ofDays(1)));
+    try {
+      db.autocommit(c -> Mono.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute())
+          .flatMap(r -> Mono.from(r.getRowsUpdated()))).block(Duration.ofSeconds(30));
+    } finally {
+      db.close();
+    }
+  }
+}
