@@ -99,9 +99,10 @@ class ShutdownIT {
       String topic = kafka.createTopic("readiness", 1);
       String group = "readiness-it-" + ItEnv.uniqueSuffix();
       kafka.produce(RetryIT.records(topic, 1, 3));
-      business.behave(d -> d.getRecord().getOffset() == 1 ? Reply.ok().after(Duration.ofSeconds(10)) : Reply.ok());
-      Sidecar sidecar = new Sidecar(ForwardConfig.route(topic, group, business.target()).shutdownTimeout("10s").build(),
-          ProcessorFactory.forwarding());
+      // a slow call (6 s) well inside both the call deadline and the drain (30 s each)
+      business.behave(d -> d.getRecord().getOffset() == 1 ? Reply.ok().after(Duration.ofSeconds(6)) : Reply.ok());
+      Sidecar sidecar = new Sidecar(ForwardConfig.route(topic, group, business.target()).shutdownTimeout("30s").handlerTimeout("30s")
+          .build(), ProcessorFactory.forwarding());
       sidecar.start();
       int port = sidecar.grpcPort();
       await().atMost(Duration.ofSeconds(20)).until(() -> business.inFlight() == 1);
@@ -111,9 +112,9 @@ class ShutdownIT {
         sidecar.close();
         closing.complete(null);
       }, "closer").start();
-      await().atMost(Duration.ofSeconds(8)).until(() -> ForwardIT.health(port) == ServingStatus.NOT_SERVING);
-      assertThat(closing).as("still draining the 10 s call").isNotDone();
-      closing.get(20, TimeUnit.SECONDS);
+      await().atMost(Duration.ofSeconds(5)).until(() -> ForwardIT.health(port) == ServingStatus.NOT_SERVING);
+      assertThat(closing).as("still draining the 6 s call").isNotDone();
+      closing.get(45, TimeUnit.SECONDS);
       // the drain let the slow call finish: everything committed
       assertThat(kafka.committedOffset(group, new TopicPartition(topic, 0))).isEqualTo(3);
     }
