@@ -51,13 +51,14 @@ public final class Bench {
     }
   }
 
-  record Options(int records, int repeats, int partitions, int rate, int pacedSeconds) {
+  record Options(int records, int repeats, int partitions, int rate, int pacedSeconds, int poolSize) {
     static Options parse(String[] args) {
       int records = 20_000;
       int repeats = 3;
       int partitions = 6;
       int rate = 300;
       int paced = 10;
+      int pool = 8;
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (i + 1 >= args.length) {
@@ -70,11 +71,12 @@ public final class Bench {
           case "--partitions" -> partitions = v;
           case "--rate" -> rate = v;
           case "--paced-seconds" -> paced = v;
+          case "--pool" -> pool = v;
           default -> throw new IllegalArgumentException("unknown option " + a
-              + " (known: --records, --repeats, --partitions, --rate, --paced-seconds)");
+              + " (known: --records, --repeats, --partitions, --rate, --paced-seconds, --pool)");
         }
       }
-      return new Options(records, repeats, partitions, rate, paced);
+      return new Options(records, repeats, partitions, rate, paced, pool);
     }
   }
 
@@ -83,8 +85,9 @@ public final class Bench {
     System.setProperty("ONCEGUARD_LOG_LEVEL", System.getProperty("ONCEGUARD_LOG_LEVEL", "WARN"));
     Options o = Options.parse(args);
     Env env = Env.fromEnvironment();
-    System.out.printf(Locale.ROOT, "OnceGuard benchmark: %d records per run, %d partitions, %d repeats; paced phase %d rec/s for %d s%n",
-        o.records(), o.partitions(), o.repeats(), o.rate(), o.pacedSeconds());
+    System.out.printf(Locale.ROOT,
+        "OnceGuard benchmark: %d records per run, %d partitions, %d repeats; paced phase %d rec/s for %d s; MySQL pool %d%n",
+        o.records(), o.partitions(), o.repeats(), o.rate(), o.pacedSeconds(), o.poolSize());
     System.out.printf(Locale.ROOT, "machine: %d cores, Kafka %s, MySQL %s:%d, Redis %s%n%n", Runtime.getRuntime().availableProcessors(),
         env.kafkaBootstrap(), env.mysqlHost(), env.mysqlPort(), env.redisUri());
     Map<Scenario, List<RunResult>> results = new EnumMap<>(Scenario.class);
@@ -124,7 +127,7 @@ public final class Bench {
     kafka.produce(topic, w.backlog());
     Completions done = new Completions();
     business.onReceive(topic, s == Scenario.BASELINE ? done : null);
-    SidecarConfig cfg = new ConfigReader(Map.of()).parse(env.yaml(s, topic, database, business.target()), "bench-" + s);
+    SidecarConfig cfg = new ConfigReader(Map.of()).parse(env.yaml(s, topic, database, business.target(), o.poolSize()), "bench-" + s);
     long roundTrips0 = Db.roundTrips();
     GuardRuntime runtime = s == Scenario.BASELINE ? null : new GuardRuntime(cfg, Clock.SYSTEM);
     ProcessorFactory processors = runtime == null ? ProcessorFactory.forwarding()

@@ -28,13 +28,13 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
   }
 
   /** One scenario's sidecar; guarded runs use their own database and Redis key prefix. */
-  String yaml(Bench.Scenario s, String topic, String database, String target) {
+  String yaml(Bench.Scenario s, String topic, String database, String target, int poolSize) {
     boolean machine = s == Bench.Scenario.GUARD_MACHINE || s == Bench.Scenario.GUARD_REPLAY;
     String db = database == null ? mysqlDatabase : database;
     return """
         sidecar: {instance-id: bench, grpc-listen: 127.0.0.1:0, commit-interval: 500ms}
         kafka: {bootstrap-servers: %s}
-        mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s}
+        mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: %d}
         redis: {uri: %s, key-prefix: 'ogbench:%s:'}
         machines:
           order:
@@ -50,7 +50,7 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
             fingerprint-exclude: [/note]
             target: %s
             redis-ttl: 1h
-        """.formatted(kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, redisUri, db, topic,
+        """.formatted(kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, poolSize, redisUri, db, topic,
         topic + "-group", machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
   }
 

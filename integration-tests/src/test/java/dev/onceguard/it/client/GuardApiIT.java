@@ -289,7 +289,8 @@ class GuardApiIT {
         .isInstanceOfSatisfying(EntityBusyException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
 
     Instant leaseUntil = pay.leaseUntil().orElseThrow();
-    Thread.sleep(Math.max(0, Duration.between(Instant.now(), leaseUntil).toMillis()) + 300);
+    // others undo it 2 s after its lease (a grace for clock skew between sidecars)
+    Thread.sleep(Math.max(0, Duration.between(Instant.now(), leaseUntil).toMillis()) + 2_300);
 
     // past the lease the claim is void: undone, and the entity takes the next event from where it was
     SubmitResult cancel = guard.submit(event("h-1", "cancel"));

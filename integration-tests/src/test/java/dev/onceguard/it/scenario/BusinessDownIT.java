@@ -59,6 +59,8 @@ class BusinessDownIT {
           assertThat(lines).hasSize(LINES);
           assertThat(ok).as("every delivery came after more failed attempts than max-attempts")
               .allSatisfy(c -> assertThat(c.delivery().getAttempt()).isGreaterThan(2));
+          assertThat(ok).as("no attempt could have reached the business: none is flagged a redelivery")
+              .allSatisfy(c -> assertThat(c.delivery().getRedelivery()).isFalse());
         }
       }
       assertThat(env.kafka.endOffsets(env.escalations).values()).as("nothing escalated").allMatch(o -> o == 0);

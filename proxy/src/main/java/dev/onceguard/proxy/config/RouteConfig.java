@@ -59,7 +59,7 @@ public record RouteConfig(
    * Backoff for business RETRY and transport errors, and for store outages.
    *
    * @param maxAttempts business attempts (RETRY answers, deadlines, errors) before the record counts
-   *     as rejected; a business that is down ({@code UNAVAILABLE}) and store outages are retried
+   *     as rejected; a business that cannot be reached (no connection) and store outages are retried
    *     without bound (the partition stays paused, nothing is skipped)
    */
   public record RetryConfig(Duration initialBackoff, Duration maxBackoff, int maxAttempts) {}

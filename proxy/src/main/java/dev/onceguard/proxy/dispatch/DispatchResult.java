@@ -10,10 +10,10 @@ import java.time.Duration;
  *     attempt — true after a deadline, a broken connection or any transport failure, false only
  *     when the business itself answered RETRY. A later attempt after an ambiguous one is flagged
  *     {@code redelivery}.
- * @param businessDown for RETRY: the business could not be reached or says it is unavailable
- *     (gRPC {@code UNAVAILABLE}: not listening, restarting, shedding load). Such attempts do not
- *     count towards {@code retry.max-attempts}: a business that is down pauses its records like a
- *     store outage does, instead of turning each of them into a BUSINESS_REJECTED escalation.
+ * @param businessDown for RETRY: the business could not be reached at all (no connection: nothing
+ *     listens, the pod restarts). Such attempts do not count towards {@code retry.max-attempts}:
+ *     a business that is down pauses its records like a store outage does, instead of turning
+ *     each of them into a BUSINESS_REJECTED escalation.
  */
 public record DispatchResult(Kind kind, String message, Duration retryAfter, boolean maybeDelivered, boolean businessDown) {
 
@@ -39,12 +39,9 @@ public record DispatchResult(Kind kind, String message, Duration retryAfter, boo
     return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true, false);
   }
 
-  /**
-   * The business is down or unreachable: retried without bound (the business may have seen the
-   * attempt if the connection broke mid-call).
-   */
+  /** The business could not be reached: retried without bound; it cannot have seen the attempt. */
   public static DispatchResult businessDown(String message) {
-    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, true, true);
+    return new DispatchResult(Kind.RETRY, message, Duration.ZERO, false, true);
   }
 
   /**

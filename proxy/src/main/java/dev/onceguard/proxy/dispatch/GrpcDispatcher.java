@@ -30,10 +30,13 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@code OK} result, or status {@code ALREADY_EXISTS}</td><td>OK</td></tr>
  *   <tr><td>{@code RETRY} result (with its {@code retry_after_ms})</td><td>RETRY</td></tr>
  *   <tr><td>{@code REJECT} result, status {@code INVALID_ARGUMENT} or {@code FAILED_PRECONDITION}</td><td>REJECT</td></tr>
- *   <tr><td>status {@code UNAVAILABLE} (not listening, connection lost, restarting)</td><td>RETRY, business down:
- *       retried without bound</td></tr>
- *   <tr><td>{@code OUTCOME_UNSPECIFIED}, and every other status ({@code DEADLINE_EXCEEDED},
- *       {@code RESOURCE_EXHAUSTED}, {@code INTERNAL}, …)</td><td>RETRY, up to {@code retry.max-attempts}</td></tr>
+ *   <tr><td>status {@code UNAVAILABLE} because no connection could be made (nothing listens, the pod
+ *       restarts)</td><td>RETRY, business down: retried without bound; the business cannot have
+ *       seen the attempt</td></tr>
+ *   <tr><td>{@code OUTCOME_UNSPECIFIED}, and every other status ({@code UNAVAILABLE} with a
+ *       connection, e.g. one that broke mid-call, {@code DEADLINE_EXCEEDED},
+ *       {@code RESOURCE_EXHAUSTED}, {@code INTERNAL}, …)</td><td>RETRY, up to {@code retry.max-attempts}:
+ *       a record that crashes the business every time must not stall its partition forever</td></tr>
  * </table>
  *
  * <p>An unknown failure is a RETRY, not a REJECT: a rejection escalates the record and aborts its
@@ -133,9 +136,21 @@ public final class GrpcDispatcher implements Dispatcher {
     return switch (s.getCode()) {
       case OK, ALREADY_EXISTS -> DispatchResult.ok();
       case INVALID_ARGUMENT, FAILED_PRECONDITION -> DispatchResult.reject("business call failed: " + text);
-      case UNAVAILABLE -> DispatchResult.businessDown("business unavailable: " + text);
+      case UNAVAILABLE -> couldNotConnect(s)
+          ? DispatchResult.businessDown("business unreachable: " + text)
+          : DispatchResult.retry("business call failed: " + text);
       default -> DispatchResult.retry("business call failed: " + text);
     };
+  }
+
+  /** The call failed before any connection existed: the business did not get it. */
+  private static boolean couldNotConnect(Status s) {
+    for (Throwable t = s.getCause(); t != null; t = t.getCause()) {
+      if (t instanceof java.net.ConnectException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String messageOr(String m, String def) {

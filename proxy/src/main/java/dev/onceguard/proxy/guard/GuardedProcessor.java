@@ -53,8 +53,8 @@ import org.slf4j.LoggerFactory;
  *       illegal;
  *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
  *       renewed while the call and its retries run; RETRY backs off with jitter up to
- *       {@code retry.max-attempts}, then counts as a rejection; a business that is down
- *       ({@code UNAVAILABLE}) is waited for without bound, like a store outage;
+ *       {@code retry.max-attempts}, then counts as a rejection; a business that cannot be reached
+ *       at all (no connection) is waited for without bound, like a store outage;
  *   <li><b>confirm</b> on OK (retried until the database takes it; never forwarded again), or
  *       <b>abort</b> on REJECT then escalate as BUSINESS_REJECTED.
  * </ol>
@@ -258,8 +258,13 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       isParked = true;
-      // registered before the slot lets a later record start, so that record sees this one
-      parked.computeIfAbsent(windowKey(), k -> new ConcurrentSkipListMap<>()).put(source.offset(), this);
+      // registered before the slot lets a later record start, so that record sees this one; in
+      // one compute, so that an unregister emptying and removing the map cannot strand the entry
+      parked.compute(windowKey(), (k, m) -> {
+        ConcurrentSkipListMap<Long, Run> map = m == null ? new ConcurrentSkipListMap<>() : m;
+        map.put(source.offset(), this);
+        return map;
+      });
       cancel.onCancel(this::nudge);
       slot.park(this::nudge);
     }
@@ -421,7 +426,7 @@ public final class GuardedProcessor implements RecordProcessor {
       boolean dispatched;
       /** Some attempt ended ambiguously (deadline, transport): later ones are redeliveries. */
       boolean maybeSeen;
-      /** Attempts the business answered or timed out (business-down attempts do not count). */
+      /** Attempts that reached the business or may have (unreachable-business attempts do not count). */
       int counted;
 
       Forward(Claim claim, Verdict accepted) {

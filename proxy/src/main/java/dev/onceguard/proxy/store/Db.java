@@ -10,6 +10,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.R2dbcDataIntegrityViolationException;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Statement;
+import io.r2dbc.spi.ValidationDepth;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
@@ -58,7 +59,11 @@ public final class Db implements AutoCloseable {
         .maxAcquireTime(Duration.ofSeconds(10))
         .maxCreateConnectionTime(Duration.ofSeconds(5))
         .maxValidationTime(Duration.ofSeconds(2))
-        .validationQuery("SELECT 1")
+        // LOCAL: is the connection still open, checked without a round trip. A validation query
+        // ran on every acquire, one extra round trip per statement (most steps are one statement
+        // in autocommit). A connection the server dropped fails its statement, and every step
+        // retries a store failure with backoff anyway.
+        .validationDepth(ValidationDepth.LOCAL)
         // READ COMMITTED: the claim's CAS must not take gap locks, and each statement must see
         // the latest committed row (the classification read after a lost CAS).
         .postAllocate(c -> Mono.from(c.createStatement("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").execute())

@@ -46,6 +46,8 @@ import reactor.core.publisher.Mono;
 public final class MysqlGuardStore implements GuardStore {
   private static final Logger log = LoggerFactory.getLogger(MysqlGuardStore.class);
   private static final int MAX_CLAIM_LOOPS = 5;
+  /** An abandoned Guard API claim is undone this long after its lease ran out. */
+  static final long EXPIRY_GRACE_MILLIS = 2_000;
 
   private final Db db;
   private final String ledger;
@@ -294,10 +296,16 @@ public final class MysqlGuardStore implements GuardStore {
                 r.get(4, Integer.class)),
             entityId, row.pendingKey())
         .flatMap(found -> {
-          PendingRow p = found.stream()
-              .filter(x -> x.partition() < 0 && x.leaseUntil() != null && x.leaseUntil() < cmd.nowMillis())
-              .findFirst().orElse(null);
-          if (p == null) {
+          // The entity's pending key always has its PENDING ledger row (claim, confirm and abort
+          // write both together). Exactly one row: it is that claim. Several: the same dedup key
+          // and entity id are pending in another machine's route too, and which row holds this
+          // entity cannot be told: leave them. The grace covers clocks of other sidecars running
+          // a little behind ours (the owner refuses a Complete from its lease on).
+          if (found.size() != 1) {
+            return Mono.just(false);
+          }
+          PendingRow p = found.get(0);
+          if (p.partition() >= 0 || p.leaseUntil() == null || p.leaseUntil() + EXPIRY_GRACE_MILLIS >= cmd.nowMillis()) {
             return Mono.just(false);
           }
           return undo(c, p.route(), row.pendingKey(), p.owner(), p.attempts(), machine, entityId, cmd.nowMillis())
