@@ -42,6 +42,11 @@ class GuardIT {
             ship: {from: [to_ship], to: shipped}
             deliver: {from: [shipped], to: delivered}
             cancel: {from: [created, paid, to_ship], to: cancelled}
+        parcel:
+          states: [created, paid]
+          events:
+            create: {to: created}
+            pay: {from: [created], to: paid}
       routes:
         - name: orders
           topics: [orders]
@@ -58,6 +63,14 @@ class GuardIT {
           entity-id: /order_id
           event: /event
           business-key: [/order_id, /message_id]
+          target: 127.0.0.1:1
+        - name: parcels
+          topics: [parcels]
+          machine: parcel
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+          fingerprint-exclude: [/message_id, /sent_at]
           target: 127.0.0.1:1
         - name: lines-full
           topics: [lines]
@@ -471,6 +484,32 @@ class GuardIT {
     assertThat(heir.confirm(fx.route("orders"), taken).toCompletableFuture().join()).isTrue();
     assertThat(entityState(id)).isEqualTo("shipped");
     assertThat(fx.string("SELECT status FROM og_ledger WHERE route = 'orders' AND dedup_key = ?", taken.dedupKey())).isEqualTo("DONE");
+  }
+
+  @Test
+  void expiredApiClaim_whoseKeyIsAlsoPendingInAnotherMachine_isNotUndone() {
+    Guard g = fx.guard(uniq("amb"), null);
+    String id = orderIn(g, "created");
+    assertThat(apply(g, "parcels", order(id, "create")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    // the same event and business key pending in both machines: a Kafka claim on the order, an
+    // API claim on the parcel (same entity id, same dedup key)
+    String pay = order(id, "pay");
+    Claim kafka = ((ClaimResult.Accepted) claim(g, "orders", pay, src())).claim();
+    Claim api = ((ClaimResult.Accepted) claim(g, "parcels", pay, Source.api(uniq("req")))).claim();
+    assertThat(api.dedupKey()).isEqualTo(kafka.dedupKey());
+
+    fx.clock.advance(fx.route("orders").lease().toMillis() + 5_000);
+    // the order is busy with an expired claim; two PENDING rows share its key, so which one holds
+    // the order cannot be told: nothing is undone, the order's next event waits
+    ClaimResult cancel = claim(fx.guard(uniq("next"), null), "orders", order(id, "cancel"), src());
+    assertThat(cancel).isInstanceOf(ClaimResult.Wait.class);
+    assertThat(((ClaimResult.Wait) cancel).kind()).isEqualTo(ClaimResult.Wait.Kind.ENTITY_BUSY);
+    assertThat(fx.string("SELECT COUNT(*) FROM og_ledger WHERE dedup_key = ? AND status = 'PENDING'", kafka.dedupKey()))
+        .isEqualTo("2");
+    assertThat(entityState(id)).as("the order still holds its pending pay").isEqualTo("paid");
+    assertThat(fx.string("SELECT state FROM og_entity WHERE machine = 'parcel' AND entity_id = ?", id)).isEqualTo("paid");
+    assertThat(g.abort(kafka).toCompletableFuture().join()).isTrue();
+    assertThat(g.abort(api).toCompletableFuture().join()).isTrue();
   }
 
   @Test

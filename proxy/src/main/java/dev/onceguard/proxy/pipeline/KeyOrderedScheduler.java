@@ -152,7 +152,8 @@ public final class KeyOrderedScheduler<T> {
    * Reports that the started record at {@code offset} finished; the key's next record may become
    * ready.
    *
-   * @return the records of {@code key} still parked, in offset order (they may now be able to go on)
+   * @return the other started records of {@code key}, running or parked, in offset order: the
+   *     ones waiting for a predecessor may now be able to go on
    * @throws IllegalStateException if that record is not started
    */
   public List<T> finished(String key, long offset) {
@@ -172,13 +173,11 @@ public final class KeyOrderedScheduler<T> {
       return List.of();
     }
     refresh(q);
-    List<T> parked = new ArrayList<>(q.parked);
+    List<T> others = new ArrayList<>(q.started);
     for (int j = 0; j < q.started; j++) {
-      if (q.entries.get(j).state == State.PARKED) {
-        parked.add(q.entries.get(j).item);
-      }
+      others.add(q.entries.get(j).item);
     }
-    return parked;
+    return others;
   }
 
   /**

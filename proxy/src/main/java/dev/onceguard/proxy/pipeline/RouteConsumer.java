@@ -358,11 +358,20 @@ public final class RouteConsumer implements AutoCloseable {
     Throwable e = c.error() instanceof CompletionException && c.error().getCause() != null ? c.error().getCause() : c.error();
     if (e == null) {
       w.offsets.complete(offset);
-      List<Pending> parked = w.scheduler.finished(f.key(), offset);
+      List<Pending> others = w.scheduler.finished(f.key(), offset);
       running--;
       outstanding--;
-      for (Pending p : parked) {
-        nudge(w.inFlight.get(p.record().offset()));
+      for (Pending p : others) {
+        InFlight g = w.inFlight.get(p.record().offset());
+        if (g == null) {
+          continue;
+        }
+        if (g.nudge != null) {
+          nudge(g);
+        } else {
+          // it may be about to park on a state this record just changed: nudge it when it does
+          g.progressed = true;
+        }
       }
     } else if (e instanceof CancelledException && f.cancel().isCancelled()) {
       log.debug("route {} {}@{}: cancelled; it stays uncommitted", settings.route(), w.tp, offset);
@@ -385,6 +394,11 @@ public final class RouteConsumer implements AutoCloseable {
     } else {
       f.nudge = sc.nudge();
       w.scheduler.park(f.key(), f.record().offset());
+      if (f.progressed) {
+        // a record of its key finished while it was deciding to wait: look again at once
+        f.progressed = false;
+        nudge(f);
+      }
     }
   }
 
@@ -698,6 +712,8 @@ public final class RouteConsumer implements AutoCloseable {
     final Cancellation cancel = new Cancellation();
     /** Poll thread only: set while the record is parked. */
     Runnable nudge;
+    /** Poll thread only: a record of the same key finished while this one was not parked. */
+    boolean progressed;
 
     InFlight(PartitionWork work, ConsumerRecord<byte[], byte[]> record, String key) {
       this.work = work;

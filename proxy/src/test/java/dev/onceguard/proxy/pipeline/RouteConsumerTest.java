@@ -153,6 +153,10 @@ class RouteConsumerTest {
       slots.get(id).park(n::incrementAndGet);
     }
 
+    void unpark(int partition, long offset) {
+      slots.get(id(partition, offset)).unpark();
+    }
+
     int nudges(int partition, long offset) {
       AtomicInteger n = nudges.get(id(partition, offset));
       return n == null ? 0 : n.get();
@@ -400,5 +404,24 @@ class RouteConsumerTest {
     assertThat(processor.isStarted(0, 1)).isFalse();
     processor.finish(0, 0);
     await().until(() -> processor.isStarted(0, 1));
+  }
+
+  @Test
+  void recordParkingAfterAnotherOfItsKeyFinished_isNudgedAtOnce() {
+    startWith(settings(64, 512, Duration.ofSeconds(5), 2), P0);
+    produce(P0, 0, "a", "a");
+    await().until(() -> processor.isStarted(0, 0));
+    processor.park(0, 0);
+    await().until(() -> processor.isStarted(0, 1));
+    // the first goes on and finishes while the second is still deciding whether to wait
+    processor.unpark(0, 0);
+    processor.finish(0, 0);
+    await().until(() -> committed(P0) == 1);
+    assertThat(processor.nudges(0, 1)).isZero();
+    // when the second parks, what it would wait for may already have happened: it is told at once
+    processor.park(0, 1);
+    await().until(() -> processor.nudges(0, 1) == 1);
+    processor.finish(0, 1);
+    await().until(() -> committed(P0) == 2);
   }
 }
