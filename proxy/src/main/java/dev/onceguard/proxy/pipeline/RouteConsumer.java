@@ -53,10 +53,10 @@ import org.slf4j.LoggerFactory;
  * partition and {@code maxInFlight} per route. A record that waits for a successor transition
  * parks itself through its {@link OrderSlot}; then later records of its key may start, up to
  * {@code reorderWindow} started records per key, and every record of the key that finishes
- * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A record polled while its key is busy or the bounds
- * are reached waits in memory. A partition is paused once it holds {@code maxInFlightPerPartition}
- * records (running plus waiting), all partitions once the route holds {@code maxInFlight}; they
- * resume below. As one poll returns at most {@code max.poll.records} (set to the per-partition
+ * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A record
+ * polled while its key is busy or the bounds are reached waits in memory. A partition is paused
+ * once it holds {@code maxInFlightPerPartition} records (running plus waiting), all partitions once
+ * the route holds {@code maxInFlight}; they resume below. As one poll returns at most {@code max.poll.records} (set to the per-partition
  * bound, see {@link ConsumerProperties}), memory stays below {@code maxInFlight + max.poll.records}
  * records. Nothing is dropped or skipped.
  *

@@ -282,7 +282,8 @@ public final class MysqlGuardStore implements GuardStore {
    * flagged as a redelivery, since the business may have applied it. A Guard API claim has nobody
    * to redeliver it: its caller either retries (and takes it over) or went away, and then the
    * claim must expire with its lease as the API promises, or the entity would stay busy forever.
-   * So an expired API claim is undone (fenced on owner, attempt and lease) and the claim retried.
+   * So an expired API claim is undone (fenced on owner and attempt; API claims are never renewed)
+   * and the claim retried.
    *
    * @return true if the claim was undone here
    */
