@@ -173,7 +173,9 @@ public final class Main implements Runnable {
       }, 30, 30, java.util.concurrent.TimeUnit.SECONDS);
       // the cleanup runs inside runUntilStopped, before the exit code is released to the shutdown
       // hook (which halts the JVM): the producer, pools and clients close on SIGTERM too
-      return runUntilStopped(new Sidecar(cfg, runtime.processors(metrics), runtime.services()), err, () -> {
+      Sidecar sidecar = new Sidecar(cfg, runtime.processors(metrics), runtime.services());
+      sidecar.registerGauges(metrics);
+      return runUntilStopped(sidecar, err, () -> {
         statsLog.shutdownNow();
         try {
           runtime.close();

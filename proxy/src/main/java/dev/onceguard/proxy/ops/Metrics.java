@@ -5,6 +5,7 @@ import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.v1.Verdict;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -13,15 +14,18 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * The sidecar's metrics: every final verdict counted as
- * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, gauges registered with
+ * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, the record's age at its
+ * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}}, gauges registered with
  * {@link #gauge}, and the JVM's memory and threads. {@link #snapshot()} renders the verdict
  * counts for the periodic log line; {@link #serve} exposes everything as Prometheus text on
  * {@code GET /metrics} through the JDK's HTTP server. Thread-safe; owns the server it starts.
@@ -30,6 +34,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
+  /** {@code "route DISPOSITION"} -> record age at its verdict. */
+  private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   private HttpServer server;
 
   public Metrics() {
@@ -58,6 +64,11 @@ public final class Metrics implements VerdictListener, AutoCloseable {
     Gauge.builder(name, value).description(description).register(registry);
   }
 
+  /** Registers a gauge of one route, tagged {@code route}. */
+  public void gauge(String name, String description, String route, Supplier<Number> value) {
+    Gauge.builder(name, value).description(description).tag("route", route).register(registry);
+  }
+
   @Override
   public void onVerdict(ConsumerRecord<byte[], byte[]> record, Verdict v, boolean forwarded) {
     String k = v.getRoute() + " " + v.getDisposition().name() + "/" + v.getLayer().name() + "/" + v.getReason().name();
@@ -69,6 +80,18 @@ public final class Metrics implements VerdictListener, AutoCloseable {
             .tag("reason", v.getReason().name())
             .register(registry))
         .increment();
+    if (record != null && record.timestamp() > 0) {
+      long age = System.currentTimeMillis() - record.timestamp();
+      ages.computeIfAbsent(v.getRoute() + " " + v.getDisposition().name(), x -> Timer.builder("onceguard.record.age")
+              .description("from the record's Kafka timestamp to its final verdict: consumer lag plus processing")
+              .tag("route", v.getRoute())
+              .tag("disposition", v.getDisposition().name())
+              .publishPercentileHistogram()
+              .minimumExpectedValue(Duration.ofMillis(1))
+              .maximumExpectedValue(Duration.ofHours(1))
+              .register(registry))
+          .record(Math.max(0, age), TimeUnit.MILLISECONDS);
+    }
   }
 
   /** {@code route DISPOSITION/LAYER/REASON=count}, sorted; empty if nothing was decided yet. */

@@ -23,6 +23,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -60,6 +61,8 @@ public final class Sidecar implements AutoCloseable {
   private final HealthStatusManager health = new HealthStatusManager();
   private final CompletableFuture<Throwable> failure = new CompletableFuture<>();
   private final List<Route> routes = new ArrayList<>();
+  /** Route consumers by route name, for metrics read from any thread. */
+  private final Map<String, RouteConsumer> consumers = new java.util.concurrent.ConcurrentHashMap<>();
   private State state = State.NEW;
   private ExecutorScheduler scheduler;
   private volatile Server server;
@@ -149,6 +152,7 @@ public final class Sidecar implements AutoCloseable {
       throw e;
     }
     r.consumer = new RouteConsumer(RouteConsumer.Settings.of(config, rc), kc, r.processor, clock);
+    consumers.put(rc.name(), r.consumer);
   }
 
   private void routeFailed(RouteConfig rc, Throwable e) {
@@ -164,6 +168,27 @@ public final class Sidecar implements AutoCloseable {
       throw new IllegalStateException("not started");
     }
     return server.getPort();
+  }
+
+  /**
+   * Registers per-route gauges: records in flight, held in memory, and paused partitions. They
+   * read 0 while the route is not running.
+   */
+  public void registerGauges(Metrics metrics) {
+    for (RouteConfig rc : config.routes()) {
+      String route = rc.name();
+      metrics.gauge("onceguard.route.in.flight", "records started and not finished (parked early arrivals included)", route,
+          () -> read(route, RouteConsumer::running));
+      metrics.gauge("onceguard.route.held", "records held in memory, started or waiting for their turn", route,
+          () -> read(route, RouteConsumer::held));
+      metrics.gauge("onceguard.route.paused.partitions", "partitions paused at their in-flight bound (backpressure)", route,
+          () -> read(route, RouteConsumer::pausedPartitions));
+    }
+  }
+
+  private int read(String route, java.util.function.ToIntFunction<RouteConsumer> f) {
+    RouteConsumer c = consumers.get(route);
+    return c == null ? 0 : f.applyAsInt(c);
   }
 
   /**
@@ -214,6 +239,7 @@ public final class Sidecar implements AutoCloseable {
       }
     }
     routes.clear();
+    consumers.clear();
     if (scheduler != null) {
       scheduler.close();
     }

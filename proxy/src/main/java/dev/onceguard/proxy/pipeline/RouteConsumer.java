@@ -134,6 +134,10 @@ public final class RouteConsumer implements AutoCloseable {
   private final AtomicBoolean started = new AtomicBoolean();
   private volatile boolean stopRequested;
   private volatile boolean consumerClosed;
+  /** For metrics, written by the poll thread once per loop. */
+  private volatile int statRunning;
+  private volatile int statHeld;
+  private volatile int statPaused;
 
   // ---- poll-thread state
   private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
@@ -413,6 +417,21 @@ public final class RouteConsumer implements AutoCloseable {
     }
   }
 
+  /** Records started and not finished (parked ones included), as of the poll loop's last turn. Any thread. */
+  public int running() {
+    return statRunning;
+  }
+
+  /** Records held in memory, started or waiting to start. Any thread. */
+  public int held() {
+    return statHeld;
+  }
+
+  /** Partitions paused because their in-flight bound (or the route's) is reached. Any thread. */
+  public int pausedPartitions() {
+    return statPaused;
+  }
+
   private void updatePauses() {
     boolean routeFull = outstanding >= settings.maxInFlight();
     List<TopicPartition> pause = new ArrayList<>();
@@ -432,6 +451,9 @@ public final class RouteConsumer implements AutoCloseable {
       consumer.resume(resume);
       log.debug("route {}: resumed {} (route holds {} records)", settings.route(), resume, outstanding);
     }
+    statRunning = running;
+    statHeld = outstanding;
+    statPaused = (int) partitions.values().stream().filter(w -> w.paused).count();
   }
 
   private void commitIfDue() {

@@ -42,4 +42,28 @@ class MetricsTest {
       assertThat(m.snapshot()).isEqualTo("orders ACCEPTED/STATE_MACHINE/NONE=1, orders DUPLICATE_IGNORE/CACHE/CACHE_HIT=2");
     }
   }
+
+  @Test
+  void recordAgeAndRouteGauges_areScraped() throws Exception {
+    AtomicLong inFlight = new AtomicLong(7);
+    try (Metrics m = new Metrics()) {
+      m.gauge("onceguard.route.in.flight", "test gauge", "orders", inFlight::get);
+      Verdict ok = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.ACCEPTED)
+          .setLayer(Layer.STATE_MACHINE).setReason(Reason.NONE).build();
+      // produced 1.5 s ago: its age at the verdict is about 1.5 s
+      long created = System.currentTimeMillis() - 1_500;
+      m.onVerdict(new org.apache.kafka.clients.consumer.ConsumerRecord<>("orders", 0, 0L, created,
+          org.apache.kafka.common.record.TimestampType.CREATE_TIME, 0, 0, null, null, new org.apache.kafka.common.header.internals.RecordHeaders(),
+          java.util.Optional.empty()), ok, true);
+
+      String text = m.scrape();
+      assertThat(text).containsPattern("onceguard_route_in_flight\\{route=\"orders\"} 7\\.0");
+      assertThat(text).containsPattern("onceguard_record_age_seconds_count\\{disposition=\"ACCEPTED\",route=\"orders\"} 1");
+      assertThat(text).containsPattern("onceguard_record_age_seconds_bucket\\{disposition=\"ACCEPTED\",route=\"orders\",le=\"[0-9.]+\"}");
+      java.util.regex.Matcher sum = java.util.regex.Pattern
+          .compile("onceguard_record_age_seconds_sum\\{disposition=\"ACCEPTED\",route=\"orders\"} ([0-9.]+)").matcher(text);
+      assertThat(sum.find()).isTrue();
+      assertThat(Double.parseDouble(sum.group(1))).isBetween(1.4, 30.0);
+    }
+  }
 }
