@@ -10,7 +10,6 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.R2dbcDataIntegrityViolationException;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Statement;
-import io.r2dbc.spi.ValidationDepth;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
@@ -59,11 +58,11 @@ public final class Db implements AutoCloseable {
         .maxAcquireTime(Duration.ofSeconds(10))
         .maxCreateConnectionTime(Duration.ofSeconds(5))
         .maxValidationTime(Duration.ofSeconds(2))
-        // LOCAL: is the connection still open, checked without a round trip. A validation query
-        // ran on every acquire, one extra round trip per statement (most steps are one statement
-        // in autocommit). A connection the server dropped fails its statement, and every step
-        // retries a store failure with backoff anyway.
-        .validationDepth(ValidationDepth.LOCAL)
+        // A query, not a local check: it costs a round trip per acquire, but a connection the
+        // server dropped is found before a claim or confirm runs on it. With a local check the
+        // statement itself failed with an unknown outcome instead, and DatabaseOutageIT saw 10-46
+        // flagged redeliveries per run instead of 2-5; the throughput gain was within noise.
+        .validationQuery("SELECT 1")
         // READ COMMITTED: the claim's CAS must not take gap locks, and each statement must see
         // the latest committed row (the classification read after a lost CAS).
         .postAllocate(c -> Mono.from(c.createStatement("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").execute())
