@@ -1,5 +1,10 @@
 package dev.onceguard.it;
 
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
 import java.util.UUID;
 
 /**
@@ -48,6 +53,26 @@ public final class ItEnv {
 
   public static String redisUri() {
     return env("ONCEGUARD_REDIS_URI", "redis://127.0.0.1:6379");
+  }
+
+  /** Deletes every key under {@code prefix} on the stack's Redis; returns how many there were. */
+  public static long deleteRedisKeys(String prefix) {
+    RedisClient client = RedisClient.create(redisUri());
+    try (StatefulRedisConnection<String, String> conn = client.connect()) {
+      RedisCommands<String, String> cmd = conn.sync();
+      long n = 0;
+      ScanCursor cursor = ScanCursor.INITIAL;
+      do {
+        var page = cmd.scan(cursor, ScanArgs.Builder.matches(prefix + "*").limit(1000));
+        if (!page.getKeys().isEmpty()) {
+          n += cmd.del(page.getKeys().toArray(new String[0]));
+        }
+        cursor = page;
+      } while (!cursor.isFinished());
+      return n;
+    } finally {
+      client.shutdown();
+    }
   }
 
   /** 8 random hex digits, to make topic and group names unique per test run. */

@@ -9,10 +9,6 @@ import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.v1.Verdict;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.r2dbc.spi.Statement;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -212,25 +208,10 @@ final class ClientSidecar implements AutoCloseable {
               .flatMap(r -> r.getRowsUpdated()).then()).block(Duration.ofSeconds(20));
         } finally {
           probe.close();
-          deleteRedisKeys(redisPrefix);
+          ItEnv.deleteRedisKeys(redisPrefix);
         }
       }
     }
   }
 
-  private static void deleteRedisKeys(String prefix) {
-    RedisClient client = RedisClient.create(ItEnv.redisUri());
-    try (StatefulRedisConnection<String, String> conn = client.connect()) {
-      ScanCursor cursor = ScanCursor.INITIAL;
-      do {
-        var page = conn.sync().scan(cursor, ScanArgs.Builder.matches(prefix + "*").limit(1000));
-        if (!page.getKeys().isEmpty()) {
-          conn.sync().del(page.getKeys().toArray(new String[0]));
-        }
-        cursor = page;
-      } while (!cursor.isFinished());
-    } finally {
-      client.shutdown();
-    }
-  }
 }

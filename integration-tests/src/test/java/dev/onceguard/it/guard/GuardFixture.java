@@ -1,5 +1,6 @@
 package dev.onceguard.it.guard;
 
+import dev.onceguard.it.ItEnv;
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
@@ -14,11 +15,6 @@ import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -34,11 +30,11 @@ import reactor.core.publisher.Mono;
  * own (dropped / deleted on close), with a settable clock.
  */
 final class GuardFixture implements AutoCloseable {
-  static final String HOST = env("ONCEGUARD_MYSQL_HOST", "127.0.0.1");
-  static final int PORT = Integer.parseInt(env("ONCEGUARD_MYSQL_PORT", "3306"));
-  static final String USER = env("ONCEGUARD_MYSQL_USER", "root");
-  static final String PASSWORD = env("ONCEGUARD_MYSQL_PASSWORD", "");
-  static final String REDIS = env("ONCEGUARD_REDIS_URI", "redis://127.0.0.1:6379");
+  static final String HOST = ItEnv.mysqlHost();
+  static final int PORT = ItEnv.mysqlPort();
+  static final String USER = ItEnv.mysqlUser();
+  static final String PASSWORD = ItEnv.mysqlPassword();
+  static final String REDIS = ItEnv.redisUri();
 
   /** A clock the test moves by hand; starts at the real time. */
   static final class ManualClock implements Clock {
@@ -61,11 +57,6 @@ final class GuardFixture implements AutoCloseable {
   final Db db;
   final MysqlGuardStore store;
   private final List<Guard> guards = new java.util.ArrayList<>();
-
-  static String env(String k, String def) {
-    String v = System.getenv(k);
-    return v == null || v.isBlank() ? def : v;
-  }
 
   GuardFixture(String routesAndMachinesYaml) {
     this(routesAndMachinesYaml, 20);
@@ -147,23 +138,9 @@ final class GuardFixture implements AutoCloseable {
 
   /** Deletes every Redis key this fixture's guards wrote (a targeted "flush"). */
   long flushRedis() {
-    RedisClient c = RedisClient.create(REDIS);
-    try (StatefulRedisConnection<String, String> conn = c.connect()) {
-      RedisCommands<String, String> cmd = conn.sync();
-      long n = 0;
-      ScanCursor cur = ScanCursor.INITIAL;
-      do {
-        var res = cmd.scan(cur, ScanArgs.Builder.matches(redisPrefix + "*").limit(1000));
-        if (!res.getKeys().isEmpty()) {
-          n += cmd.del(res.getKeys().toArray(new String[0]));
-        }
-        cur = res;
-      } while (!cur.isFinished());
-      return n;
-    } finally {
-      c.shutdown();
-    }
+    return ItEnv.deleteRedisKeys(redisPrefix);
   }
+
 
   long scalar(String sql, Object... args) {
     return db.autocommit(c -> {

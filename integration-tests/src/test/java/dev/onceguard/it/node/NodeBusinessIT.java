@@ -21,10 +21,6 @@ import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import dev.onceguard.wire.Headers;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -256,7 +252,7 @@ class NodeBusinessIT {
           rt.close();
         }
         dropDatabase(cfg, database);
-        deleteRedisKeys(redisPrefix);
+        ItEnv.deleteRedisKeys(redisPrefix);
       }
       assertThat(node.isAlive()).as("the Node business is still up at the end").isTrue();
     }
@@ -342,21 +338,6 @@ class NodeBusinessIT {
     }
   }
 
-  private static void deleteRedisKeys(String prefix) {
-    RedisClient client = RedisClient.create(ItEnv.redisUri());
-    try (StatefulRedisConnection<String, String> conn = client.connect()) {
-      ScanCursor cursor = ScanCursor.INITIAL;
-      do {
-        var page = conn.sync().scan(cursor, ScanArgs.Builder.matches(prefix + "*").limit(1000));
-        if (!page.getKeys().isEmpty()) {
-          conn.sync().del(page.getKeys().toArray(new String[0]));
-        }
-        cursor = page;
-      } while (!cursor.isFinished());
-    } finally {
-      client.shutdown();
-    }
-  }
 
   // ------------------------------------------------------------------------------ the Node process
 

@@ -4,11 +4,6 @@ import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.SidecarConfig;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -144,23 +139,9 @@ final class ScenarioEnv implements AutoCloseable {
 
   /** Deletes every Redis key of this run (the L1 cache "expired"); returns how many there were. */
   long wipeL1() {
-    RedisClient c = RedisClient.create(ItEnv.redisUri());
-    try (StatefulRedisConnection<String, String> conn = c.connect()) {
-      RedisCommands<String, String> cmd = conn.sync();
-      long n = 0;
-      ScanCursor cur = ScanCursor.INITIAL;
-      do {
-        var res = cmd.scan(cur, ScanArgs.Builder.matches(redisPrefix + "*").limit(1000));
-        if (!res.getKeys().isEmpty()) {
-          n += cmd.del(res.getKeys().toArray(new String[0]));
-        }
-        cur = res;
-      } while (!cur.isFinished());
-      return n;
-    } finally {
-      c.shutdown();
-    }
+    return ItEnv.deleteRedisKeys(redisPrefix);
   }
+
 
   @Override
   public void close() {

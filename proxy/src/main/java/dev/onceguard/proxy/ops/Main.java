@@ -58,20 +58,11 @@ public final class Main implements Runnable {
     throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate or migrate");
   }
 
-  /** Reads the configuration, or prints the error and returns null. */
-  static SidecarConfig readConfig(Path file, PrintWriter err) {
-    try {
-      return new ConfigReader().read(file);
-    } catch (ConfigException e) {
-      err.println("config error: " + e.getMessage());
-      err.flush();
-      return null;
-    }
-  }
-
-  @Command(name = "validate", mixinStandardHelpOptions = true,
-      description = "Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).")
-  static final class Validate implements Callable<Integer> {
+  /**
+   * A subcommand that takes {@code --config FILE}: reads and validates it first, and exits
+   * {@link #EXIT_CONFIG} with the error (naming the setting) if it is invalid.
+   */
+  abstract static class ConfigCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
@@ -79,12 +70,27 @@ public final class Main implements Runnable {
     Path config;
 
     @Override
-    public Integer call() {
-      PrintWriter out = spec.commandLine().getOut();
-      SidecarConfig cfg = readConfig(config, spec.commandLine().getErr());
-      if (cfg == null) {
+    public final Integer call() throws InterruptedException {
+      PrintWriter err = spec.commandLine().getErr();
+      SidecarConfig cfg;
+      try {
+        cfg = new ConfigReader().read(config);
+      } catch (ConfigException e) {
+        err.println("config error: " + e.getMessage());
+        err.flush();
         return EXIT_CONFIG;
       }
+      return call(cfg, spec.commandLine().getOut(), err);
+    }
+
+    abstract int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) throws InterruptedException;
+  }
+
+  @Command(name = "validate", mixinStandardHelpOptions = true,
+      description = "Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).")
+  static final class Validate extends ConfigCommand {
+    @Override
+    int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) {
       out.print(summary(config, cfg));
       out.flush();
       return EXIT_OK;
@@ -93,24 +99,13 @@ public final class Main implements Runnable {
 
   @Command(name = "migrate", mixinStandardHelpOptions = true,
       description = "Apply the versioned MySQL schema migration and exit (also done by run when mysql.migrate-on-start).")
-  static final class Migrate implements Callable<Integer> {
-    @Spec
-    CommandSpec spec;
-
-    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
-    Path config;
-
+  static final class Migrate extends ConfigCommand {
     @Override
-    public Integer call() {
-      PrintWriter err = spec.commandLine().getErr();
-      SidecarConfig cfg = readConfig(config, err);
-      if (cfg == null) {
-        return EXIT_CONFIG;
-      }
+    int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) {
       try (Db db = new Db(cfg.mysql())) {
         int v = new Migrations(db, cfg.mysql().tablePrefix()).migrate();
-        spec.commandLine().getOut().println("schema version " + v + " (" + cfg.mysql() + ")");
-        spec.commandLine().getOut().flush();
+        out.println("schema version " + v + " (" + cfg.mysql() + ")");
+        out.flush();
         return EXIT_OK;
       } catch (RuntimeException e) {
         err.println("error: migration failed: " + e.getMessage());
@@ -122,22 +117,11 @@ public final class Main implements Runnable {
 
   @Command(name = "run", mixinStandardHelpOptions = true,
       description = "Run the sidecar until SIGTERM or SIGINT, then drain and exit.")
-  static final class Run implements Callable<Integer> {
+  static final class Run extends ConfigCommand {
     private static final Logger log = LoggerFactory.getLogger(Run.class);
 
-    @Spec
-    CommandSpec spec;
-
-    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
-    Path config;
-
     @Override
-    public Integer call() throws InterruptedException {
-      PrintWriter err = spec.commandLine().getErr();
-      SidecarConfig cfg = readConfig(config, err);
-      if (cfg == null) {
-        return EXIT_CONFIG;
-      }
+    int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) throws InterruptedException {
       GuardRuntime runtime;
       try {
         runtime = new GuardRuntime(cfg, Clock.SYSTEM);

@@ -290,12 +290,15 @@ public final class MysqlGuardStore implements GuardStore {
   private Mono<Boolean> expireAbandonedApiClaim(ClaimCommand cmd, EntityRow row) {
     String machine = cmd.machine().name();
     String entityId = cmd.extracted().entityId();
-    return db.atomically(true, c -> Db.query(c,
+    // The lookup runs in autocommit: records waiting on an expired Kafka claim repeat it every
+    // early-arrival-retry until Kafka's redelivery takes the claim over, and need no transaction.
+    // The undo is fenced on owner and attempt, so a row taken over or confirmed meanwhile is left.
+    return db.autocommit(c -> Db.query(c,
             "SELECT route, owner, attempts, lease_until, source_partition FROM " + ledger
                 + " WHERE entity_id = ? AND dedup_key = ? AND status = 'PENDING'",
             r -> new PendingRow(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class), r.get(3, Long.class),
                 r.get(4, Integer.class)),
-            entityId, row.pendingKey())
+            entityId, row.pendingKey()))
         .flatMap(found -> {
           // The entity's pending key always has its PENDING ledger row (claim, confirm and abort
           // write both together). Exactly one row: it is that claim. Several: the same dedup key
@@ -309,14 +312,15 @@ public final class MysqlGuardStore implements GuardStore {
           if (p.partition() >= 0 || p.leaseUntil() == null || p.leaseUntil() + EXPIRY_GRACE_MILLIS >= cmd.nowMillis()) {
             return Mono.just(false);
           }
-          return undo(c, p.route(), row.pendingKey(), p.owner(), p.attempts(), machine, entityId, cmd.nowMillis())
+          return db.atomically(true, c -> undo(c, p.route(), row.pendingKey(), p.owner(), p.attempts(), machine, entityId,
+                  cmd.nowMillis()))
               .doOnNext(done -> {
                 if (done) {
                   log.warn("route {}: released an abandoned Guard API claim on entity {} (route {}, owner {}, lease expired {} ms ago)",
                       cmd.route(), entityId, p.route(), p.owner(), cmd.nowMillis() - p.leaseUntil());
                 }
               });
-        }));
+        });
   }
 
   private ClaimResult classify(ClaimCommand cmd, EntityRow row) {
