@@ -436,12 +436,14 @@ public final class RouteConsumer implements AutoCloseable {
     boolean routeFull = outstanding >= settings.maxInFlight();
     List<TopicPartition> pause = new ArrayList<>();
     List<TopicPartition> resume = new ArrayList<>();
+    int paused = 0;
     for (PartitionWork w : partitions.values()) {
       boolean full = routeFull || w.scheduler.outstanding() >= settings.maxInFlightPerPartition();
       if (full != w.paused) {
         (full ? pause : resume).add(w.tp);
         w.paused = full;
       }
+      paused += full ? 1 : 0;
     }
     if (!pause.isEmpty()) {
       consumer.pause(pause);
@@ -453,7 +455,7 @@ public final class RouteConsumer implements AutoCloseable {
     }
     statRunning = running;
     statHeld = outstanding;
-    statPaused = (int) partitions.values().stream().filter(w -> w.paused).count();
+    statPaused = paused;
   }
 
   private void commitIfDue() {
