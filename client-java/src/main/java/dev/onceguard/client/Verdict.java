@@ -111,6 +111,11 @@ public record Verdict(
     /** Extract: the event is not one of the machine's events. */
     UNKNOWN_EVENT,
     /** The business answered REJECT (or retries were exhausted). */
-    BUSINESS_REJECTED
+    BUSINESS_REJECTED,
+    /**
+     * L3: the transition was applied already by a record with different content: a distinct
+     * fact the entity model cannot hold (escalated, never ignored).
+     */
+    CONFLICTING_FACT
   }
 }

@@ -39,6 +39,16 @@ public final class Headers {
   public static final String ORIGINAL_PARTITION = PREFIX + "original-partition";
   /** Offset it was consumed at, decimal. */
   public static final String ORIGINAL_OFFSET = PREFIX + "original-offset";
+  /** CONFLICTING_FACT: business key of the record that applied the transition. */
+  public static final String APPLIED_BUSINESS_KEY = PREFIX + "applied-business-key";
+  /** CONFLICTING_FACT: dedup key of the record that applied the transition. */
+  public static final String APPLIED_DEDUP_KEY = PREFIX + "applied-dedup-key";
+  /** CONFLICTING_FACT: topic of the record that applied the transition. */
+  public static final String APPLIED_TOPIC = PREFIX + "applied-topic";
+  /** CONFLICTING_FACT: partition of the record that applied the transition, decimal. */
+  public static final String APPLIED_PARTITION = PREFIX + "applied-partition";
+  /** CONFLICTING_FACT: offset of the record that applied the transition, decimal. */
+  public static final String APPLIED_OFFSET = PREFIX + "applied-offset";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
 

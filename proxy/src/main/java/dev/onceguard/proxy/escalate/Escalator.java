@@ -83,6 +83,13 @@ public final class Escalator implements AutoCloseable {
     if (!v.getDedupKey().isEmpty()) {
       add(hs, Headers.DEDUP_KEY, v.getDedupKey());
     }
+    if (v.hasApplied()) {
+      add(hs, Headers.APPLIED_BUSINESS_KEY, v.getApplied().getBusinessKey());
+      add(hs, Headers.APPLIED_DEDUP_KEY, v.getApplied().getDedupKey());
+      add(hs, Headers.APPLIED_TOPIC, v.getApplied().getSourceTopic());
+      add(hs, Headers.APPLIED_PARTITION, Integer.toString(v.getApplied().getSourcePartition()));
+      add(hs, Headers.APPLIED_OFFSET, Long.toString(v.getApplied().getSourceOffset()));
+    }
     add(hs, Headers.ORIGINAL_TOPIC, source.topic());
     add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
     add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
