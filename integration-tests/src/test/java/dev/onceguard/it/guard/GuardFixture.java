@@ -9,8 +9,10 @@ import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
 import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
@@ -19,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -78,6 +81,11 @@ final class GuardFixture implements AutoCloseable {
 
   /** A guard (its own owner id) on the shared store, with Redis L1 at {@code redisUri} (null: none). */
   Guard guard(String owner, String redisUri) {
+    return guard(owner, redisUri, clock);
+  }
+
+  /** The same, on a clock of its own (a pod whose clock is off). */
+  Guard guard(String owner, String redisUri, Clock clock) {
     IdempotencyCache cache = redisUri == null ? IdempotencyCache.DISABLED
         : new RedisIdempotencyCache(new SidecarConfig.RedisConfig(redisUri, config.redis().timeout(), redisPrefix, config.redis().breakerOpenFor()), clock);
     if (REDIS.equals(redisUri)) {
@@ -153,6 +161,17 @@ final class GuardFixture implements AutoCloseable {
         .block();
   }
 
+  long update(String sql, Object... args) {
+    return db.autocommit(c -> {
+          var st = c.createStatement(sql);
+          for (int i = 0; i < args.length; i++) {
+            st.bind(i, args[i]);
+          }
+          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.getRowsUpdated()));
+        })
+        .block();
+  }
+
   String string(String sql, Object... args) {
     return db.autocommit(c -> {
           var st = c.createStatement(sql);
@@ -184,22 +203,47 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public java.util.concurrent.CompletionStage<dev.onceguard.proxy.guard.ClaimResult> claim(ClaimCommand cmd) {
+    public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
       return d.claim(cmd);
     }
 
     @Override
-    public java.util.concurrent.CompletionStage<Boolean> confirm(dev.onceguard.proxy.guard.Claim c, long now) {
+    public CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force) {
+      return d.takeOver(cmd, row, force);
+    }
+
+    @Override
+    public CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis) {
+      return d.releaseAbandonedApiClaim(machine, entityId, pendingKey, graceMillis);
+    }
+
+    @Override
+    public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+      return d.appliedRows(entityId, event, fingerprint, limit);
+    }
+
+    @Override
+    public CompletionStage<Boolean> confirm(dev.onceguard.proxy.guard.Claim c, long now) {
       return d.confirm(c, now);
     }
 
     @Override
-    public java.util.concurrent.CompletionStage<Boolean> abort(dev.onceguard.proxy.guard.Claim c, long now) {
-      return d.abort(c, now);
+    public CompletionStage<Boolean> abort(dev.onceguard.proxy.guard.Claim c, boolean maySeen, long now) {
+      return d.abort(c, maySeen, now);
     }
 
     @Override
-    public java.util.concurrent.CompletionStage<Boolean> renew(dev.onceguard.proxy.guard.Claim c, long until) {
+    public CompletionStage<Void> heartbeat(String owner, long ttlMillis) {
+      return d.heartbeat(owner, ttlMillis);
+    }
+
+    @Override
+    public CompletionStage<Void> retire(String owner) {
+      return d.retire(owner);
+    }
+
+    @Override
+    public CompletionStage<Boolean> renew(dev.onceguard.proxy.guard.Claim c, long until) {
       return d.renew(c, until);
     }
 

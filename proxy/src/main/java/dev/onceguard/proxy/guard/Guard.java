@@ -6,17 +6,22 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
+import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,12 +33,32 @@ import org.slf4j.LoggerFactory;
  * retrying store outages is the caller's policy, because the pipeline and the API want different
  * ones.
  *
+ * <p>The store reports facts; what they mean is decided by {@link ClaimPolicy}, and the store steps
+ * it asks for (take a claim over, release an abandoned API claim, read the rows that applied a
+ * transition) are run here.
+ *
  * <p>Thread-safe. Never blocks: every method returns a stage completed by the stores' I/O
- * threads. Store outages complete stages with {@link StoreUnavailableException}; the cache fails
- * open and never does.
+ * threads. Store outages complete stages with {@link StoreUnavailableException}; a store step that
+ * keeps losing races to other transactions with {@link ContentionException} (each step is first
+ * retried at once, with jitter, and counted); the cache fails open and never does.
  */
 public final class Guard implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Guard.class);
+  /** How often a process heartbeats its owner row. */
+  public static final Duration HEARTBEAT_EVERY = Duration.ofSeconds(1);
+  /**
+   * How long an owner row stays alive without a heartbeat: a crashed process's claims are taken
+   * over this long after its last heartbeat, not after their (much longer) leases.
+   */
+  public static final Duration OWNER_TTL = Duration.ofSeconds(4);
+  /** Times one claim is run from the start again after a race made its facts stale. */
+  static final int MAX_CLAIM_RACES = 5;
+  /** Times one store step is run again at once after it lost to another transaction. */
+  static final int MAX_CONTENTION_RETRIES = 8;
+  /** An abandoned Guard API claim is undone this long after its lease ran out (database time). */
+  static final long API_CLAIM_EXPIRY_GRACE_MILLIS = 2_000;
+  /** DONE rows compared with a record whose transition was applied already. */
+  static final int APPLIED_ROWS_LIMIT = 16;
 
   private final GuardStore store;
   private final IdempotencyCache cache;
@@ -43,6 +68,7 @@ public final class Guard implements AutoCloseable {
   /** route + dedup key of claims this process is working on right now, with how many attempts. */
   private final Map<String, Integer> active = new ConcurrentHashMap<>();
   private final AtomicLong decisionLogFailures = new AtomicLong();
+  private final AtomicLong contention = new AtomicLong();
   private final AtomicLong decisionLogDropped = new AtomicLong();
   /** Bounds decision-log writes in flight, so a replay storm cannot starve the claims' pool. */
   private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(32);
@@ -87,14 +113,110 @@ public final class Guard implements AutoCloseable {
     StateMachine m = route.machine() == null ? null : machines.get(route.machine());
     EventConfig ev = m == null ? null : m.event(e.event());
     String activeKey = route.name() + ":" + e.dedupKey();
-    ClaimCommand cmd = new ClaimCommand(route.name(), m, ev, e, source, owner, clock.nowMillis(), route.lease().toMillis(),
-        route.earlyArrivalRetry().toMillis(), active.containsKey(activeKey));
-    return store.claim(cmd).thenApply(r -> {
-      if (r instanceof ClaimResult.Accepted) {
-        active.merge(activeKey, 1, Integer::sum);
+    long now = clock.nowMillis();
+    ClaimPolicy.Attempt a = new ClaimPolicy.Attempt(route.name(), m, ev, e, source, owner, active.containsKey(activeKey), now,
+        route.earlyArrivalRetry().toMillis());
+    ClaimCommand cmd = new ClaimCommand(route.name(), m == null ? null : m.name(), ev, e, source, owner, now, route.lease().toMillis());
+    return retryingContention(() -> store.claim(cmd), 1)
+        .thenCompose(o -> settle(a, cmd, o, 0))
+        .thenApply(r -> {
+          if (r instanceof ClaimResult.Accepted) {
+            active.merge(activeKey, 1, Integer::sum);
+          }
+          return r;
+        });
+  }
+
+  /** Turns a store outcome into a result, running the store steps the policy asks for. */
+  private CompletionStage<ClaimResult> settle(ClaimPolicy.Attempt a, ClaimCommand cmd, ClaimOutcome o, int races) {
+    if (o instanceof ClaimOutcome.Claimed c) {
+      return CompletableFuture.completedFuture(accepted(a, cmd, c));
+    }
+    ClaimPolicy.Decision d;
+    if (o instanceof ClaimOutcome.LedgerConflict lc) {
+      d = ClaimPolicy.onLedgerConflict(a, lc.row());
+    } else if (o instanceof ClaimOutcome.CasLost cl) {
+      d = ClaimPolicy.onCasLost(a, cl.entity());
+    } else {
+      d = new ClaimPolicy.Again(((ClaimOutcome.Retry) o).why());
+    }
+    return decide(a, cmd, d, races);
+  }
+
+  private CompletionStage<ClaimResult> decide(ClaimPolicy.Attempt a, ClaimCommand cmd, ClaimPolicy.Decision d, int races) {
+    if (d instanceof ClaimPolicy.Done done) {
+      return CompletableFuture.completedFuture(done.result());
+    }
+    if (d instanceof ClaimPolicy.TakeOver t) {
+      return retryingContention(() -> store.takeOver(cmd, t.row(), t.force()), 1).thenCompose(o -> settle(a, cmd, o, races));
+    }
+    if (d instanceof ClaimPolicy.ReleaseExpired r) {
+      return retryingContention(() -> store.releaseAbandonedApiClaim(cmd.machine(), a.extracted().entityId(), r.entity().pendingKey(),
+              API_CLAIM_EXPIRY_GRACE_MILLIS), 1)
+          .thenCompose(released -> {
+            if (released) {
+              log.warn("route {}: released an abandoned Guard API claim on entity {} (dedup key {}, lease expired {} ms ago)",
+                  a.route(), a.extracted().entityId(), r.entity().pendingKey(), r.entity().pendingOverdueMillis());
+              return again(a, cmd, races, "an abandoned API claim was released");
+            }
+            return decide(a, cmd, ClaimPolicy.classify(a, r.entity()), races);
+          });
+    }
+    if (d instanceof ClaimPolicy.CompareApplied c) {
+      return retryingContention(() -> store.appliedRows(a.extracted().entityId(), a.extracted().event(), a.extracted().fingerprint(),
+              APPLIED_ROWS_LIMIT), 1)
+          .thenApply(rows -> ClaimPolicy.onApplied(a, c.entity(), rows));
+    }
+    return again(a, cmd, races, ((ClaimPolicy.Again) d).why());
+  }
+
+  /** A race made the facts stale: claim from the start again, a bounded number of times. */
+  private CompletionStage<ClaimResult> again(ClaimPolicy.Attempt a, ClaimCommand cmd, int races, String why) {
+    if (races + 1 >= MAX_CLAIM_RACES) {
+      Verdict v = Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
+          "claim raced with other owners " + MAX_CLAIM_RACES + " times; last: " + why);
+      return CompletableFuture.completedFuture(
+          new ClaimResult.Wait(ClaimResult.Wait.Kind.ENTITY_BUSY, clock.nowMillis() + a.earlyArrivalRetryMillis(), v));
+    }
+    return retryingContention(() -> store.claim(cmd), 1).thenCompose(o -> settle(a, cmd, o, races + 1));
+  }
+
+  private static ClaimResult accepted(ClaimPolicy.Attempt a, ClaimCommand cmd, ClaimOutcome.Claimed c) {
+    ExtractedEvent e = a.extracted();
+    EventConfig ev = a.event();
+    Claim claim = new Claim(a.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(),
+        c.fromState(), ev == null ? null : ev.to(), a.owner(), c.leaseUntilMillis(), c.attempts(), c.takenOver(), a.source());
+    Verdict v = Verdicts.of(a.verdict(), Disposition.ACCEPTED, ev == null ? Layer.LEDGER : Layer.STATE_MACHINE, Reason.NONE,
+        c.takenOver() ? "claimed again after an earlier owner or a rejection (attempt " + c.attempts() + ")" : "");
+    return new ClaimResult.Accepted(claim, v);
+  }
+
+  /**
+   * Runs a store step, and again at once (after a few milliseconds of jitter) when it lost a race
+   * to another transaction; past {@link #MAX_CONTENTION_RETRIES} the {@link ContentionException}
+   * reaches the caller, who retries without pausing anything.
+   */
+  private <T> CompletionStage<T> retryingContention(java.util.function.Supplier<CompletionStage<T>> step, int attempt) {
+    return step.get().handle((v, err) -> {
+      Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
+      if (cause instanceof ContentionException) {
+        contention.incrementAndGet();
+        if (attempt < MAX_CONTENTION_RETRIES) {
+          long jitter = 1 + java.util.concurrent.ThreadLocalRandom.current().nextLong(5L * attempt);
+          Executor later = CompletableFuture.delayedExecutor(jitter, TimeUnit.MILLISECONDS);
+          return CompletableFuture.supplyAsync(() -> null, later).thenCompose(x -> retryingContention(step, attempt + 1));
+        }
       }
-      return r;
-    });
+      if (err != null) {
+        return CompletableFuture.<T>failedFuture(cause);
+      }
+      return CompletableFuture.completedFuture(v);
+    }).thenCompose(f -> f);
+  }
+
+  /** Store steps that lost a race to another transaction (deadlock, lock-wait timeout) and ran again. */
+  public long contentionRetries() {
+    return contention.get();
   }
 
   /**
@@ -102,7 +224,7 @@ public final class Guard implements AutoCloseable {
    * lost meanwhile (its lease expired and another owner took it over): that owner finishes it.
    */
   public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim) {
-    return store.confirm(claim, clock.nowMillis()).thenCompose(ok -> {
+    return retryingContention(() -> store.confirm(claim, clock.nowMillis()), 1).thenCompose(ok -> {
       release(claim);
       if (!ok) {
         log.warn("route={} key={} entity={}: claim lost before confirm (lease expired and taken over); the new owner finishes it",
@@ -113,18 +235,37 @@ public final class Guard implements AutoCloseable {
     });
   }
 
-  /** Aborts the claim (entity back to its previous state, ledger row deleted). */
+  /** Aborts a claim the business has (or may have) seen: see {@link #abort(Claim, boolean)}. */
   public CompletionStage<Boolean> abort(Claim claim) {
-    return store.abort(claim, clock.nowMillis()).thenApply(ok -> {
+    return abort(claim, true);
+  }
+
+  /**
+   * Aborts the claim: the entity goes back to its previous state. If the business {@code maySeen}
+   * the record, its ledger row is kept as REJECTED, so a replay of the record is delivered flagged
+   * as a redelivery (a re-drive after a fix still works); otherwise the row is deleted.
+   */
+  public CompletionStage<Boolean> abort(Claim claim, boolean maySeen) {
+    return retryingContention(() -> store.abort(claim, maySeen, clock.nowMillis()), 1).thenApply(ok -> {
       release(claim);
       return ok;
     });
   }
 
-  /** Extends the lease by the route's lease length. */
+  /** Extends the lease by the route's lease length (from the database's now). */
   public CompletionStage<Claim> renew(RouteConfig route, Claim claim) {
     long until = clock.nowMillis() + route.lease().toMillis();
-    return store.renew(claim, until).thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
+    return retryingContention(() -> store.renew(claim, route.lease().toMillis()), 1).thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
+  }
+
+  /** Tells the store this process is alive for {@link #OWNER_TTL} more. Call every {@link #HEARTBEAT_EVERY}. */
+  public CompletionStage<Void> heartbeat() {
+    return store.heartbeat(owner, OWNER_TTL.toMillis());
+  }
+
+  /** Declares this process gone (graceful shutdown): claims it leaves behind may be taken over at once. */
+  public CompletionStage<Void> retire() {
+    return store.retire(owner);
   }
 
   /** Forgets a claim this process stopped working on without finishing it (revocation). */

@@ -344,6 +344,12 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void storeTrouble(String step, Throwable e, Runnable retry) {
+      if (unwrap(e) instanceof ContentionException) {
+        // a race lost to another transaction, after the guard's own immediate retries: not an
+        // outage, so no backoff and no warning; it is counted by the guard
+        later(Duration.ofMillis(1 + java.util.concurrent.ThreadLocalRandom.current().nextLong(20)), retry);
+        return;
+      }
       storeFailures.incrementAndGet();
       Duration d = backoff.delay(++storeRetries);
       if (Integer.bitCount(storeRetries) == 1) {
@@ -606,7 +612,7 @@ public final class GuardedProcessor implements RecordProcessor {
           // the business never saw it: undo the claim now instead of leaving it leased, so the
           // partition's next owner takes the record at once and without a redelivery flag
           // (Guard.abort releases the claim locally)
-          guard.abort(claim).whenComplete((ok, e) -> {
+          guard.abort(claim, false).whenComplete((ok, e) -> {
             if (e != null) {
               guard.release(claim);
               log.debug("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
@@ -631,11 +637,16 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /** The failure without its CompletionException wrappers. */
-  private static String rootMessage(Throwable e) {
+  private static Throwable unwrap(Throwable e) {
     Throwable t = e;
     while (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
       t = t.getCause();
     }
+    return t;
+  }
+
+  private static String rootMessage(Throwable e) {
+    Throwable t = unwrap(e);
     return t.getMessage() != null ? t.getMessage() : t.toString();
   }
 }

@@ -42,6 +42,7 @@ public final class GuardRuntime implements AutoCloseable {
   private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
+  private final java.util.concurrent.atomic.AtomicLong heartbeatFailures = new java.util.concurrent.atomic.AtomicLong();
 
   public GuardRuntime(SidecarConfig config, Clock clock) {
     this.config = config;
@@ -69,10 +70,32 @@ public final class GuardRuntime implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
+    // liveness per owner: a crash is noticed Guard.OWNER_TTL after the last heartbeat
+    awaitFirstHeartbeat();
+    housekeeping.scheduleWithFixedDelay(this::heartbeat, Guard.HEARTBEAT_EVERY.toMillis(), Guard.HEARTBEAT_EVERY.toMillis(),
+        java.util.concurrent.TimeUnit.MILLISECONDS);
     long retention = config.mysql().decisionRetention().toMillis();
     housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
     this.guardService = new GuardService(config, guard);
     log.info("guard ready: owner {}", owner);
+  }
+
+  private void awaitFirstHeartbeat() {
+    try {
+      guard.heartbeat().toCompletableFuture().get(10, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      // not fatal: without a live owner row, this process's claims are judged by their leases alone
+      log.warn("first owner heartbeat failed (retried every {}): {}", Guard.HEARTBEAT_EVERY, e.toString());
+    }
+  }
+
+  private void heartbeat() {
+    guard.heartbeat().whenComplete((x, e) -> {
+      if (e != null && heartbeatFailures.incrementAndGet() % 30 == 1) {
+        log.warn("owner heartbeat failed ({} so far; claims of a process that cannot heartbeat may be taken over): {}",
+            heartbeatFailures.get(), e.toString());
+      }
+    });
   }
 
   /** Deletes old decisions in batches until a batch comes back short (or 100 batches ran). */
@@ -97,6 +120,8 @@ public final class GuardRuntime implements AutoCloseable {
       m.gauge("onceguard.l1.skipped", "L1 calls not attempted: breaker open or Redis unreachable", r::skipped);
     }
     m.gauge("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
+    m.gauge("onceguard.mysql.contention.retries", "store steps run again after a deadlock or lock-wait timeout (not an outage)",
+        guard::contentionRetries);
   }
 
   public Guard guard() {
@@ -132,6 +157,12 @@ public final class GuardRuntime implements AutoCloseable {
   @Override
   public void close() {
     housekeeping.shutdownNow();
+    try {
+      // claims left behind (a drain that ran out of time) may be taken over at once
+      guard.retire().toCompletableFuture().get(5, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      log.warn("could not retire owner {} (its claims expire with its heartbeat instead): {}", guard.owner(), e.toString());
+    }
     try {
       pullHub.close();
       escalator.close();

@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import dev.onceguard.proxy.guard.ContentionException;
 import dev.onceguard.proxy.guard.StoreUnavailableException;
 import io.asyncer.r2dbc.mysql.MySqlConnectionConfiguration;
 import io.asyncer.r2dbc.mysql.MySqlConnectionFactory;
@@ -8,6 +9,7 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.R2dbcDataIntegrityViolationException;
+import io.r2dbc.spi.R2dbcException;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Statement;
 import java.time.Duration;
@@ -20,8 +22,9 @@ import reactor.core.publisher.Mono;
 /**
  * A pooled r2dbc-mysql connection factory plus the few helpers the store needs: run work in a
  * transaction or in autocommit, bind parameters positionally, and map every driver failure to
- * either {@link DuplicateKeyException} (a unique index said no: data) or
- * {@link StoreUnavailableException} (anything else: transient). Expensive; one per sidecar.
+ * {@link DuplicateKeyException} (a unique index said no: data), {@link ContentionException}
+ * (deadlock or lock-wait timeout: a lost race, retry at once) or
+ * {@link StoreUnavailableException} (anything else: the store is down or broken). Expensive; one per sidecar.
  */
 public final class Db implements AutoCloseable {
   /** Upper bound on one unit of work, so a hung server pauses work instead of hanging it. */
@@ -64,7 +67,11 @@ public final class Db implements AutoCloseable {
         .validationQuery("SELECT 1")
         // READ COMMITTED: the claim's CAS must not take gap locks, and each statement must see
         // the latest committed row (the classification read after a lost CAS).
+        // UTC: leases are computed from the database's NOW(3) through UNIX_TIMESTAMP, which is
+        // ambiguous in a session time zone with daylight saving time.
         .postAllocate(c -> Mono.from(c.createStatement("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").execute())
+            .flatMap(r -> Mono.from(r.getRowsUpdated()))
+            .then(Mono.from(c.createStatement("SET SESSION time_zone = '+00:00'").execute()))
             .flatMap(r -> Mono.from(r.getRowsUpdated())).then())
         .build();
     this.pool = new ConnectionPool(pc);
@@ -123,11 +130,18 @@ public final class Db implements AutoCloseable {
   }
 
   private static Throwable classify(Throwable e) {
-    if (e instanceof Signal || e instanceof DuplicateKeyException || e instanceof StoreUnavailableException) {
+    if (e instanceof Signal || e instanceof DuplicateKeyException || e instanceof StoreUnavailableException
+        || e instanceof ContentionException) {
       return e;
     }
     if (isDuplicateKey(e)) {
       return new DuplicateKeyException(e);
+    }
+    int code = errorCode(e);
+    if (code == ER_LOCK_DEADLOCK || code == ER_LOCK_WAIT_TIMEOUT) {
+      // a lost race (Galera's certification conflicts arrive as 1213 at COMMIT too): the work
+      // was rolled back and may run again at once; nothing is down
+      return new ContentionException("MySQL " + code + ": " + e.getMessage(), e);
     }
     String what = e instanceof TimeoutException ? "MySQL did not answer within " + WORK_TIMEOUT.toSeconds() + "s" : "MySQL failed: " + e;
     return new StoreUnavailableException(what, e);
@@ -161,6 +175,19 @@ public final class Db implements AutoCloseable {
         .flatMap(r -> r.getRowsUpdated())
         .reduce(0L, Long::sum)
         .onErrorMap(Db::isDuplicateKey, DuplicateKeyException::new);
+  }
+
+  static final int ER_LOCK_WAIT_TIMEOUT = 1205;
+  static final int ER_LOCK_DEADLOCK = 1213;
+
+  /** The MySQL error code of the first R2DBC exception in the cause chain; 0 if none. */
+  private static int errorCode(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof R2dbcException r) {
+        return r.getErrorCode();
+      }
+    }
+    return 0;
   }
 
   /** MySQL error 1062 (ER_DUP_ENTRY) only: other integrity violations are not "already there". */

@@ -3,55 +3,86 @@ package dev.onceguard.proxy.store;
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Source;
-import dev.onceguard.proxy.guard.StateMachine;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 
 /**
- * L2 (ledger) and L3 (entity state) in one store: the claim/confirm/abort protocol of DESIGN.md.
- * Every method is one transaction (or one statement) and non-blocking. Store failures complete
- * the stage with {@link dev.onceguard.proxy.guard.StoreUnavailableException}; verdicts are data.
+ * L2 (ledger) and L3 (entity state) in one store: the writes of the claim/confirm/abort protocol
+ * and the reads that explain a refused claim. The store returns facts ({@link ClaimOutcome}, rows);
+ * the guard decides what they mean.
+ *
+ * <p>Every method is one transaction (or one statement) and non-blocking. Leases and owner
+ * liveness are judged by the database clock inside the statements, never by a caller's clock.
+ * Failures complete the stage with {@link dev.onceguard.proxy.guard.StoreUnavailableException}
+ * (the store is down or broken: pause and retry) or
+ * {@link dev.onceguard.proxy.guard.ContentionException} (a lost race between transactions: retry
+ * at once).
  */
 public interface GuardStore extends AutoCloseable {
 
   /**
    * What to claim.
    *
-   * @param machine {@code null} for a route without a machine (L2 only)
+   * @param machine machine name; {@code null} for a route without a machine (L2 only)
    * @param event the machine's event, {@code null} without a machine
-   * @param ownAttemptActive whether this process is still working on an earlier attempt of the
-   *     same dedup key; if not, a live claim of this same source by this same owner is an
-   *     abandoned attempt (revoked, cancelled) and is taken back at once instead of waiting
+   * @param nowMillis the caller's clock, for informational timestamps and the lease estimate only
    */
   record ClaimCommand(
       String route,
-      StateMachine machine,
+      String machine,
       EventConfig event,
       ExtractedEvent extracted,
       Source source,
       String owner,
       long nowMillis,
-      long leaseMillis,
-      long earlyArrivalRetryMillis,
-      boolean ownAttemptActive) {}
+      long leaseMillis) {}
 
-  /** Inserts the PENDING ledger row and applies the CAS, or classifies why not. */
-  CompletionStage<ClaimResult> claim(ClaimCommand cmd);
+  /** Inserts the PENDING ledger row and applies the CAS, or reports which of the two refused. */
+  CompletionStage<ClaimOutcome> claim(ClaimCommand cmd);
+
+  /**
+   * Takes {@code row} over for {@code cmd}: a PENDING row whose claim is not live (or, with
+   * {@code force}, one of this owner's own abandoned attempts), fenced on its owner and attempt so
+   * that one contender wins; or a REJECTED row, which is claimed again like a fresh record (the CAS
+   * included). Answers {@link ClaimOutcome.Claimed}, {@link ClaimOutcome.CasLost} or
+   * {@link ClaimOutcome.Retry} (the row changed meanwhile).
+   */
+  CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force);
+
+  /**
+   * Undoes the entity's pending transition if it is an abandoned Guard API claim whose lease ended
+   * more than {@code graceMillis} ago (database time); true if it was undone.
+   */
+  CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis);
+
+  /**
+   * The DONE ledger rows of one entity and event (any route), the ones with {@code fingerprint}
+   * first, at most {@code limit}. Read only when a CAS was lost to an applied transition.
+   */
+  CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit);
 
   /** Marks the claim DONE and clears the entity's pending key. False if the claim was lost. */
   CompletionStage<Boolean> confirm(Claim claim, long nowMillis);
 
   /**
-   * Undoes the claim: deletes the ledger row and restores the entity's previous state (only if it
-   * is still pending on this key). False if the claim was lost.
+   * Undoes the claim and restores the entity's previous state (only if it is still pending on
+   * this key). If the business {@code maySeen} the record, the ledger row stays as REJECTED, so a
+   * replay of it is claimed again flagged as a redelivery; otherwise the row is deleted. False if
+   * the claim was lost.
    */
-  CompletionStage<Boolean> abort(Claim claim, long nowMillis);
+  CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis);
 
-  /** Extends the lease; false if the claim is no longer this owner's (do not forward it). */
-  CompletionStage<Boolean> renew(Claim claim, long leaseUntilMillis);
+  /** Extends the lease to {@code leaseMillis} from the database's now; false if the claim is no longer this owner's. */
+  CompletionStage<Boolean> renew(Claim claim, long leaseMillis);
+
+  /** Records that {@code owner} is alive for {@code ttlMillis} more (database time). */
+  CompletionStage<Void> heartbeat(String owner, long ttlMillis);
+
+  /** Declares {@code owner} gone (graceful shutdown): its remaining claims may be taken over at once. */
+  CompletionStage<Void> retire(String owner);
 
   /** Appends a non-accepted verdict to the decision log (best effort). */
   CompletionStage<Void> recordDecision(Verdict verdict, Source source, long nowMillis);

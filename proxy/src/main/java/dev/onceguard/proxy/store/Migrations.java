@@ -85,7 +85,19 @@ public final class Migrations {
                 + " KEY " + p + "decision_key (route, dedup_key),"
                 + " KEY " + p + "decision_entity (entity_id(64)),"
                 + " KEY " + p + "decision_at (at_ms)"
-                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"));
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"),
+        List.of(
+            // one row per process run, heartbeated: a claim whose owner stopped heartbeating is
+            // taken over without waiting for the claim's lease
+            "CREATE TABLE IF NOT EXISTS " + p + "owner ("
+                + " owner VARCHAR(160) NOT NULL,"
+                + " alive_until BIGINT NOT NULL,"
+                + " started_at BIGINT NOT NULL,"
+                + " PRIMARY KEY (owner)"
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+            // a rejected record's row is kept (status REJECTED) so that its replay is flagged; the
+            // applied-row lookup after a lost CAS reads rows by entity and event
+            "ALTER TABLE " + p + "ledger ADD KEY " + p + "ledger_entity_event (entity_id(64), event), DROP KEY " + p + "ledger_entity"));
   }
 
   /** Applies missing versions; returns the schema version afterwards. */

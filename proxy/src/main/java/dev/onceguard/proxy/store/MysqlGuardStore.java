@@ -3,10 +3,7 @@ package dev.onceguard.proxy.store;
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Source;
-import dev.onceguard.proxy.guard.StateMachine;
-import dev.onceguard.proxy.guard.Verdicts;
 import dev.onceguard.proxy.store.Db.DuplicateKeyException;
 import dev.onceguard.v1.Decision;
 import dev.onceguard.v1.Disposition;
@@ -21,72 +18,54 @@ import io.r2dbc.spi.Readable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 
 /**
  * {@link GuardStore} on MySQL/MariaDB (InnoDB) through r2dbc-mysql.
+ *
+ * <p><b>Time is the database's.</b> Lease ends and owner heartbeats are written as
+ * {@code <database now> + length} and compared against the database's now in the statement that
+ * reads or fences them, so a sidecar with a skewed clock can neither take over a live claim nor
+ * keep a dead one. The caller's clock only stamps informational columns.
  *
  * <p>Every statement on a claimed row is fenced on (owner, attempts): a takeover increments
  * {@code attempts}, so an earlier holder — another process, or an earlier attempt in this one —
  * can no longer renew, confirm or abort it.
  *
  * <p>Lock order is the same in every transaction — ledger row first, then entity row — so claim,
- * confirm and abort of the same key cannot deadlock each other. The state change is one CAS
+ * confirm and abort of the same key cannot deadlock each other. (Concurrent INSERTs of one new key
+ * can still deadlock inside InnoDB when the first inserter rolls back; {@link Db} reports that as
+ * contention, and the guard retries.) The state change is one CAS
  * {@code UPDATE … WHERE state IN (from) AND pending_key IS NULL}: read, check and write in one
  * statement, no {@code SELECT … FOR UPDATE}, no lock wait beyond the statement.
  *
  * <p>Round trips: an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to claim
  * and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit) to
  * confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one SELECT.
- * A route without a machine has one statement per step, run in autocommit: 1 + 1 for an accepted
- * record, INSERT (refused) + SELECT for a replay.
+ * A route without a machine has one statement per step, run in autocommit. A lost CAS costs the
+ * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
  */
 public final class MysqlGuardStore implements GuardStore {
-  private static final Logger log = LoggerFactory.getLogger(MysqlGuardStore.class);
-  private static final int MAX_CLAIM_LOOPS = 5;
-  /** An abandoned Guard API claim is undone this long after its lease ran out. */
-  static final long EXPIRY_GRACE_MILLIS = 2_000;
+  /** The database's clock in epoch milliseconds (sessions run in UTC, see {@link Db}). */
+  static final String NOW_MS = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
 
   private final Db db;
   private final String ledger;
   private final String entity;
   private final String decision;
+  private final String owners;
 
   public MysqlGuardStore(Db db, String tablePrefix) {
     this.db = db;
     this.ledger = tablePrefix + "ledger";
     this.entity = tablePrefix + "entity";
     this.decision = tablePrefix + "decision";
+    this.owners = tablePrefix + "owner";
   }
 
   // ---------------------------------------------------------------------------------- claim
 
-  @Override
-  public CompletionStage<ClaimResult> claim(ClaimCommand cmd) {
-    return claimLoop(cmd, 0).toFuture();
-  }
-
-  /** A conflict whose row vanished before it could be read (confirmed+purged, aborted) is retried. */
-  private Mono<ClaimResult> claimLoop(ClaimCommand cmd, int loop) {
-    return tryClaim(cmd)
-        .onErrorResume(LedgerConflict.class, x -> onLedgerConflict(cmd))
-        .onErrorResume(EntityConflict.class, x -> onEntityConflict(cmd))
-        .flatMap(r -> {
-          if (r == RETRY && loop < MAX_CLAIM_LOOPS) {
-            return claimLoop(cmd, loop + 1);
-          }
-          if (r == RETRY) {
-            return Mono.just(busy(cmd, "claim raced with other owners " + MAX_CLAIM_LOOPS + " times"));
-          }
-          return Mono.just(r);
-        });
-  }
-
-  /** Sentinel: race lost in an unusual way, run the claim again. */
-  private static final ClaimResult RETRY = new ClaimResult.Rejected(Verdict.getDefaultInstance());
-
+  /** Control flow inside a claim transaction: roll back, then read what refused it. */
   private static final class LedgerConflict extends Db.Signal {
     private static final long serialVersionUID = 1L;
   }
@@ -95,34 +74,70 @@ public final class MysqlGuardStore implements GuardStore {
     private static final long serialVersionUID = 1L;
   }
 
-  private Mono<ClaimResult> tryClaim(ClaimCommand cmd) {
+  @Override
+  public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
+    return claimTx(cmd, null).toFuture();
+  }
+
+  @Override
+  public CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force) {
+    return (row.rejected() ? claimTx(cmd, row) : takeOverPending(cmd, row, force)).toFuture();
+  }
+
+  /**
+   * The claim transaction: the ledger row (a fresh INSERT, or a REJECTED row claimed again), then
+   * the CAS. A refused INSERT or a lost CAS rolls back and reads the row that refused it.
+   */
+  private Mono<ClaimOutcome> claimTx(ClaimCommand cmd, LedgerRow rejected) {
     ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
-    long until = cmd.nowMillis() + cmd.leaseMillis();
     String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
-    // without a machine the claim is the INSERT alone
-    return db.atomically(cmd.machine() != null, c -> Db.update(c,
-                "INSERT INTO " + ledger + " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state, to_state,"
-                    + " status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at)"
-                    + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, 1, ?, ?, ?, ?)",
-                cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()),
-                nullable(knownFrom), ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), until,
-                cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), cmd.nowMillis())
-            .onErrorMap(DuplicateKeyException.class, x -> new LedgerConflict())
-            .then(Mono.defer(() -> cmd.machine() == null ? Mono.just(Step.NO_MACHINE) : applyCas(c, cmd, until)))
+    long until = cmd.nowMillis() + cmd.leaseMillis();
+    int attempts = rejected == null ? 1 : rejected.attempts() + 1;
+    return db.atomically(cmd.machine() != null, c -> writeLedgerRow(c, cmd, knownFrom, rejected)
+            .flatMap(n -> n == 1 ? Mono.just(n) : Mono.<Long>error(new LedgerConflict()))
+            .then(Mono.defer(() -> cmd.machine() == null ? Mono.just(Step.NO_MACHINE) : applyCas(c, cmd)))
             .flatMap(step -> {
               if (step == Step.CAS_LOST) {
                 return Mono.error(new EntityConflict());
               }
               if (step == Step.NEEDS_FROM) {
                 return Db.query(c, "SELECT prev_state FROM " + entity + " WHERE machine = ? AND entity_id = ?",
-                        r -> r.get(0, String.class), cmd.machine().name(), e.entityId())
+                        r -> r.get(0, String.class), cmd.machine(), e.entityId())
                     .flatMap(rows -> Db.update(c, "UPDATE " + ledger + " SET from_state = ? WHERE route = ? AND dedup_key = ?",
                             rows.get(0), cmd.route(), e.dedupKey())
-                        .thenReturn(accepted(cmd, rows.get(0), until, 1, false)));
+                        .thenReturn((ClaimOutcome) new ClaimOutcome.Claimed(rows.get(0), until, attempts, rejected != null)));
               }
-              return Mono.just(accepted(cmd, knownFrom, until, 1, false));
-            }));
+              return Mono.<ClaimOutcome>just(new ClaimOutcome.Claimed(knownFrom, until, attempts, rejected != null));
+            }))
+        .onErrorResume(LedgerConflict.class, x -> readLedgerRow(cmd.route(), e.dedupKey()))
+        .onErrorResume(EntityConflict.class, x -> readEntity(cmd.machine(), e.entityId()));
+  }
+
+  /** 1 if the row is now this claim's; a refused INSERT surfaces as 0 too. */
+  private Mono<Long> writeLedgerRow(Connection c, ClaimCommand cmd, String knownFrom, LedgerRow rejected) {
+    ExtractedEvent e = cmd.extracted();
+    EventConfig ev = cmd.event();
+    if (rejected == null) {
+      return Db.update(c,
+              "INSERT INTO " + ledger + " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state, to_state,"
+                  + " status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at)"
+                  + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, " + NOW_MS + " + ?, 1, ?, ?, ?, ?)",
+              cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()),
+              nullable(knownFrom), ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(),
+              cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), cmd.nowMillis())
+          .onErrorResume(DuplicateKeyException.class, x -> Mono.just(0L));
+    }
+    // A rejected record comes back (a replay, or a re-drive after a fix, possibly with corrected
+    // content): it is claimed again as it is now, fenced on the attempt that was rejected.
+    return Db.update(c,
+        "UPDATE " + ledger + " SET status = 'PENDING', business_key = ?, fingerprint = ?, entity_id = ?, event = ?, from_state = ?,"
+            + " to_state = ?, owner = ?, lease_until = " + NOW_MS + " + ?, attempts = attempts + 1, source_topic = ?,"
+            + " source_partition = ?, source_offset = ?, completed_at = NULL"
+            + " WHERE route = ? AND dedup_key = ? AND status = 'REJECTED' AND attempts = ?",
+        e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()), nullable(knownFrom),
+        ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(),
+        cmd.source().offset(), cmd.route(), e.dedupKey(), rejected.attempts());
   }
 
   private enum Step {
@@ -132,15 +147,14 @@ public final class MysqlGuardStore implements GuardStore {
     CAS_LOST
   }
 
-  private Mono<Step> applyCas(Connection c, ClaimCommand cmd, long until) {
+  private Mono<Step> applyCas(Connection c, ClaimCommand cmd) {
     EventConfig ev = cmd.event();
     ExtractedEvent e = cmd.extracted();
-    String machine = cmd.machine().name();
     if (ev.creating()) {
       return Db.update(c,
               "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
-                  + " VALUES (?, ?, ?, NULL, 1, ?, ?, ?)",
-              machine, e.entityId(), ev.to(), e.dedupKey(), until, cmd.nowMillis())
+                  + " VALUES (?, ?, ?, NULL, 1, ?, " + NOW_MS + " + ?, ?)",
+              cmd.machine(), e.entityId(), ev.to(), e.dedupKey(), cmd.leaseMillis(), cmd.nowMillis())
           .thenReturn(Step.APPLIED)
           .onErrorResume(DuplicateKeyException.class, x -> Mono.just(Step.CAS_LOST));
     }
@@ -149,9 +163,9 @@ public final class MysqlGuardStore implements GuardStore {
     Object[] args = new Object[6 + from.size()];
     args[0] = ev.to();
     args[1] = e.dedupKey();
-    args[2] = until;
+    args[2] = cmd.leaseMillis();
     args[3] = cmd.nowMillis();
-    args[4] = machine;
+    args[4] = cmd.machine();
     args[5] = e.entityId();
     for (int i = 0; i < from.size(); i++) {
       in.append(i == 0 ? "?" : ", ?");
@@ -159,208 +173,107 @@ public final class MysqlGuardStore implements GuardStore {
     }
     // prev_state = state is evaluated before state = ? (single-table UPDATE assigns left to right)
     return Db.update(c,
-            "UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?, pending_until = ?, updated_at = ?"
+            "UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?,"
+                + " pending_until = " + NOW_MS + " + ?, updated_at = ?"
                 + " WHERE machine = ? AND entity_id = ? AND pending_key IS NULL AND state IN (" + in + ")",
             args)
         .map(n -> n == 1 ? (from.size() == 1 ? Step.APPLIED : Step.NEEDS_FROM) : Step.CAS_LOST);
   }
 
-  private static ClaimResult accepted(ClaimCommand cmd, String from, long until, int attempts, boolean redelivery) {
-    ExtractedEvent e = cmd.extracted();
-    EventConfig ev = cmd.event();
-    Claim claim = new Claim(cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine() == null ? null : cmd.machine().name(),
-        e.entityId(), e.event(), from, ev == null ? null : ev.to(), cmd.owner(), until, attempts, redelivery, cmd.source());
-    Verdict v = Verdicts.of(Verdicts.base(cmd.route(), e).addAllExpectedFromStates(ev == null ? List.of() : ev.from()),
-        Disposition.ACCEPTED, cmd.machine() == null ? Layer.LEDGER : Layer.STATE_MACHINE, Reason.NONE,
-        redelivery ? "claim taken over from an earlier owner (attempt " + attempts + ")" : "");
-    return new ClaimResult.Accepted(claim, v);
+  private static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
+      + " l.lease_until, l.source_topic, l.source_partition, l.source_offset, l.from_state, l.to_state, l.attempts,"
+      + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS;
+
+  private static LedgerRow ledgerRow(Readable r) {
+    return new LedgerRow(r.get(0, String.class), r.get(1, String.class), r.get(2, String.class), r.get(3, String.class),
+        r.get(4, String.class), r.get(5, String.class), r.get(6, Long.class), r.get(7, String.class), r.get(8, Integer.class),
+        r.get(9, Long.class), r.get(10, String.class), r.get(11, String.class), r.get(12, Integer.class), r.get(13, Long.class),
+        r.get(14, Long.class));
   }
 
-  private record LedgerRow(String fingerprint, String status, String owner, Long leaseUntil, String topic, int partition,
-      long offset, String from, String to, int attempts) {}
-
-  private Mono<ClaimResult> onLedgerConflict(ClaimCommand cmd) {
-    ExtractedEvent e = cmd.extracted();
+  /** The row that refused an INSERT; {@link ClaimOutcome.Retry} if it is gone already. */
+  private Mono<ClaimOutcome> readLedgerRow(String route, String dedupKey) {
     return db.autocommit(c -> Db.query(c,
-            "SELECT fingerprint, status, owner, lease_until, source_topic, source_partition, source_offset, from_state, to_state, attempts"
-                + " FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
-            r -> new LedgerRow(r.get(0, String.class), r.get(1, String.class), r.get(2, String.class), r.get(3, Long.class),
-                r.get(4, String.class), r.get(5, Integer.class), r.get(6, Long.class), r.get(7, String.class), r.get(8, String.class),
-                r.get(9, Integer.class)),
-            cmd.route(), e.dedupKey()))
-        .flatMap(rows -> {
-          if (rows.isEmpty()) {
-            return Mono.just(RETRY);
-          }
-          LedgerRow row = rows.get(0);
-          Verdict.Builder vb = Verdicts.base(cmd.route(), e).addAllExpectedFromStates(cmd.event() == null ? List.of() : cmd.event().from());
-          if (!row.fingerprint().equals(e.fingerprint())) {
-            return Mono.just(new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.LEDGER, Reason.KEY_COLLISION,
-                "dedup key already used by a record with different content (ledger row " + row.status() + " from "
-                    + row.topic() + "/" + row.partition() + "@" + row.offset()
-                    + "): the configured business key does not identify the record; add the missing field")));
-          }
-          if ("DONE".equals(row.status())) {
-            return Mono.just(new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.LEDGER, Reason.LEDGER_HIT,
-                "already confirmed from " + row.topic() + "/" + row.partition() + "@" + row.offset())));
-          }
-          boolean sameSource = row.topic().equals(cmd.source().topic()) && row.partition() == cmd.source().partition()
-              && row.offset() == cmd.source().offset();
-          boolean live = row.leaseUntil() != null && row.leaseUntil() > cmd.nowMillis();
-          boolean ours = row.owner().equals(cmd.owner());
-          if (ours && cmd.ownAttemptActive()) {
-            // another attempt in this process still works on the key (its lease may even have
-            // lapsed during a store outage): never run two at once; it finishes or gives it up
-            long retryAt = sameSource && live ? row.leaseUntil() : cmd.nowMillis() + cmd.earlyArrivalRetryMillis();
-            return Mono.just(new ClaimResult.Wait(sameSource ? ClaimResult.Wait.Kind.OWN_LEASE_LIVE : ClaimResult.Wait.Kind.ENTITY_BUSY,
-                retryAt, Verdicts.escalate(vb, Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
-          }
-          if (live && !sameSource && row.partition() < 0 && cmd.source().partition() >= 0) {
-            // held by a Guard API caller: unlike a Kafka owner, nothing redelivers its record if
-            // the caller goes away, so this Kafka copy must not be ignored: wait for the lease
-            return Mono.just(new ClaimResult.Wait(ClaimResult.Wait.Kind.OWN_LEASE_LIVE, row.leaseUntil(),
-                Verdicts.escalate(vb, Layer.LEDGER, Reason.IN_FLIGHT, "dedup key claimed through the Guard API by " + row.owner())));
-          }
-          if (live && !sameSource) {
-            return Mono.just(new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.LEDGER, Reason.IN_FLIGHT,
-                "in flight from " + row.topic() + "/" + row.partition() + "@" + row.offset() + " (owner " + row.owner() + ")")));
-          }
-          if (live) {
-            if (ours) {
-              // our own earlier, abandoned attempt of this very record: nobody forwards it now
-              return takeOver(cmd, row);
-            }
-            return Mono.just(new ClaimResult.Wait(ClaimResult.Wait.Kind.OWN_LEASE_LIVE, row.leaseUntil(),
-                Verdicts.escalate(vb, Layer.LEDGER, Reason.IN_FLIGHT, "claim of this record by " + row.owner() + " did not expire")));
-          }
-          return takeOver(cmd, row);
-        });
+            "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+                + " WHERE l.route = ? AND l.dedup_key = ?",
+            MysqlGuardStore::ledgerRow, route, dedupKey))
+        .map(rows -> rows.isEmpty() ? new ClaimOutcome.Retry("ledger row vanished before it could be read")
+            : new ClaimOutcome.LedgerConflict(rows.get(0)));
   }
 
-  /** CAS on owner and lease: exactly one of several contenders takes an expired claim. */
-  private Mono<ClaimResult> takeOver(ClaimCommand cmd, LedgerRow row) {
+  private Mono<ClaimOutcome> readEntity(String machine, String entityId) {
+    return db.autocommit(c -> Db.query(c,
+            "SELECT state, version, pending_key, " + NOW_MS + " - pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
+            r -> new EntityRow(r.get(0, String.class), r.get(1, Long.class), r.get(2, String.class), r.get(3, Long.class)),
+            machine, entityId))
+        .map(rows -> new ClaimOutcome.CasLost(rows.isEmpty() ? null : rows.get(0)));
+  }
+
+  /**
+   * CAS on owner and attempt, with the claim's liveness checked again by the database in the same
+   * statement: exactly one of several contenders takes a claim that is not live, and none takes a
+   * live one (unless {@code force}: this owner's own abandoned attempt).
+   */
+  private Mono<ClaimOutcome> takeOverPending(ClaimCommand cmd, LedgerRow row, boolean force) {
     ExtractedEvent e = cmd.extracted();
     long until = cmd.nowMillis() + cmd.leaseMillis();
     return db.atomically(cmd.machine() != null, c -> Db.update(c,
-                "UPDATE " + ledger + " SET owner = ?, lease_until = ?, attempts = attempts + 1, source_topic = ?, source_partition = ?, source_offset = ?"
-                    + " WHERE route = ? AND dedup_key = ? AND status = 'PENDING' AND owner = ? AND lease_until <=> ?",
-                cmd.owner(), until, cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
-                cmd.route(), e.dedupKey(), row.owner(), row.leaseUntil() == null ? Db.NULL_LONG : row.leaseUntil())
+                "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
+                    + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?"
+                    + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
+                    + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
+                    + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
+                cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
+                cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force)
             .flatMap(n -> {
               if (n != 1) {
-                return Mono.just(RETRY);
+                return Mono.<ClaimOutcome>just(new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile"));
               }
               Mono<Long> ent = cmd.machine() == null ? Mono.just(0L)
-                  : Db.update(c, "UPDATE " + entity + " SET pending_until = ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                      until, cmd.machine().name(), e.entityId(), e.dedupKey());
-              return ent.thenReturn(accepted(cmd, row.from(), until, row.attempts() + 1, true));
+                  : Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+                      cmd.leaseMillis(), cmd.machine(), e.entityId(), e.dedupKey());
+              return ent.thenReturn((ClaimOutcome) new ClaimOutcome.Claimed(row.fromState(), until, row.attempts() + 1, true));
             }));
   }
 
-  private record EntityRow(String state, long version, String pendingKey, Long pendingUntil) {}
-
-  private Mono<ClaimResult> onEntityConflict(ClaimCommand cmd) {
-    StateMachine m = cmd.machine();
-    return db.autocommit(c -> Db.query(c,
-            "SELECT state, version, pending_key, pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
-            r -> new EntityRow(r.get(0, String.class), r.get(1, Long.class), r.get(2, String.class), r.get(3, Long.class)),
-            m.name(), cmd.extracted().entityId()))
-        .flatMap(rows -> {
-          EntityRow row = rows.isEmpty() ? null : rows.get(0);
-          if (row != null && row.pendingKey() != null && row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()) {
-            return expireAbandonedApiClaim(cmd, row).map(expired -> expired ? RETRY : classify(cmd, row));
-          }
-          return Mono.just(classify(cmd, row));
-        });
-  }
-
-  private record PendingRow(String route, String owner, int attempts, Long leaseUntil, int partition) {}
-
-  /**
-   * The entity is held by a transition whose lease ran out. A Kafka record's claim is left alone:
-   * Kafka redelivers that record (never committed past) and its next owner takes the claim over,
-   * flagged as a redelivery, since the business may have applied it. A Guard API claim has nobody
-   * to redeliver it: its caller either retries (and takes it over) or went away, and then the
-   * claim must expire with its lease as the API promises, or the entity would stay busy forever.
-   * So an expired API claim is undone (fenced on owner and attempt; API claims are never renewed)
-   * and the claim retried.
-   *
-   * @return true if the claim was undone here
-   */
-  private Mono<Boolean> expireAbandonedApiClaim(ClaimCommand cmd, EntityRow row) {
-    String machine = cmd.machine().name();
-    String entityId = cmd.extracted().entityId();
+  @Override
+  public CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis) {
     // The lookup runs in autocommit: records waiting on an expired Kafka claim repeat it every
     // early-arrival-retry until Kafka's redelivery takes the claim over, and need no transaction.
-    // The undo is fenced on owner and attempt, so a row taken over or confirmed meanwhile is left.
+    // The entity's pending key always has its PENDING ledger row (claim, confirm and abort write
+    // both together). Exactly one row: it is that claim. Several: the same dedup key and entity
+    // id are pending in another machine's route too, and which row holds this entity cannot be
+    // told: leave them. The undo is fenced on owner and attempt.
     return db.autocommit(c -> Db.query(c,
-            "SELECT route, owner, attempts, lease_until, source_partition FROM " + ledger
+            "SELECT route, owner, attempts, source_partition, " + NOW_MS + " - lease_until FROM " + ledger
                 + " WHERE entity_id = ? AND dedup_key = ? AND status = 'PENDING'",
-            r -> new PendingRow(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class), r.get(3, Long.class),
-                r.get(4, Integer.class)),
-            entityId, row.pendingKey()))
+            r -> new PendingRow(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class), r.get(3, Integer.class),
+                r.get(4, Long.class)),
+            entityId, pendingKey))
         .flatMap(found -> {
-          // The entity's pending key always has its PENDING ledger row (claim, confirm and abort
-          // write both together). Exactly one row: it is that claim. Several: the same dedup key
-          // and entity id are pending in another machine's route too, and which row holds this
-          // entity cannot be told: leave them. The grace covers clocks of other sidecars running
-          // a little behind ours (the owner refuses a Complete from its lease on).
           if (found.size() != 1) {
             return Mono.just(false);
           }
           PendingRow p = found.get(0);
-          if (p.partition() >= 0 || p.leaseUntil() == null || p.leaseUntil() + EXPIRY_GRACE_MILLIS >= cmd.nowMillis()) {
+          if (p.partition() >= 0 || p.overdueMillis() == null || p.overdueMillis() <= graceMillis) {
             return Mono.just(false);
           }
-          return db.atomically(true, c -> undo(c, p.route(), row.pendingKey(), p.owner(), p.attempts(), machine, entityId,
-                  cmd.nowMillis()))
-              .doOnNext(done -> {
-                if (done) {
-                  log.warn("route {}: released an abandoned Guard API claim on entity {} (route {}, owner {}, lease expired {} ms ago)",
-                      cmd.route(), entityId, p.route(), p.owner(), cmd.nowMillis() - p.leaseUntil());
-                }
-              });
-        });
+          return db.atomically(true, c -> deleteClaim(c, p.route(), pendingKey, p.owner(), p.attempts(), machine, entityId,
+              System.currentTimeMillis()));
+        })
+        .toFuture();
   }
 
-  private ClaimResult classify(ClaimCommand cmd, EntityRow row) {
-    ExtractedEvent e = cmd.extracted();
-    StateMachine m = cmd.machine();
-    EventConfig ev = cmd.event();
-    Verdict.Builder vb = Verdicts.base(cmd.route(), e).addAllExpectedFromStates(ev.from());
-    if (row != null) {
-      vb.setCurrentState(row.state()).setCurrentVersion(row.version());
-    }
-    if (row == null && ev.creating()) {
-      return RETRY; // the entity was deleted (creation aborted) between our INSERT and SELECT
-    }
-    boolean busy = row != null && row.pendingKey() != null;
-    StateMachine.Classification cl = m.classify(ev, row == null ? null : row.state(), busy);
-    long retryAt = cmd.nowMillis() + cmd.earlyArrivalRetryMillis();
-    switch (cl) {
-      case ALREADY_APPLIED:
-        return new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
-            "entity is already in '" + row.state() + "' (version " + row.version() + "); '" + ev.name() + "' leads to '" + ev.to() + "'"));
-      case EARLY_ARRIVAL: {
-        String why = row == null ? "entity does not exist yet"
-            : busy ? "entity has another transition pending (dedup key " + row.pendingKey()
-                + (row.pendingUntil() != null && row.pendingUntil() < cmd.nowMillis()
-                    ? ", its lease expired " + (cmd.nowMillis() - row.pendingUntil()) + " ms ago and nobody took it over: see Explain" : "")
-                + ")"
-            : "entity is in '" + row.state() + "', not yet in " + ev.from();
-        Verdict timeout = Verdicts.escalate(vb.clone(), Layer.STATE_MACHINE, Reason.OUT_OF_ORDER,
-            "'" + ev.name() + "' arrived early and the entity never reached " + ev.from() + ": " + why);
-        return new ClaimResult.Wait(busy ? ClaimResult.Wait.Kind.ENTITY_BUSY : ClaimResult.Wait.Kind.EARLY_ARRIVAL, retryAt, timeout);
-      }
-      default:
-        return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.ILLEGAL_TRANSITION,
-            "'" + ev.name() + "' is not allowed from '" + row.state() + "' (allowed from " + ev.from() + ")"));
-    }
-  }
+  private record PendingRow(String route, String owner, int attempts, int partition, Long overdueMillis) {}
 
-  private static ClaimResult busy(ClaimCommand cmd, String why) {
-    Verdict v = Verdicts.escalate(Verdicts.base(cmd.route(), cmd.extracted()), Layer.LEDGER, Reason.IN_FLIGHT, why);
-    return new ClaimResult.Wait(ClaimResult.Wait.Kind.ENTITY_BUSY, cmd.nowMillis() + cmd.earlyArrivalRetryMillis(), v);
+  @Override
+  public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+    return db.autocommit(c -> Db.query(c,
+            "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+                + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE'"
+                + " ORDER BY l.fingerprint = ? DESC, l.completed_at DESC LIMIT ?",
+            MysqlGuardStore::ledgerRow, entityId, event, fingerprint, limit))
+        .toFuture();
   }
 
   private static Object nullable(String s) {
@@ -405,10 +318,24 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   @Override
-  public CompletionStage<Boolean> abort(Claim claim, long nowMillis) {
-    return db.atomically(claim.machine() != null, c -> undo(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(),
-            claim.machine(), claim.entityId(), nowMillis))
+  public CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis) {
+    return db.atomically(claim.machine() != null, c -> maySeen
+            ? rejectClaim(c, claim, nowMillis)
+            : deleteClaim(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(), claim.machine(), claim.entityId(),
+                nowMillis))
         .toFuture();
+  }
+
+  /**
+   * Keeps the ledger row of exactly this claim as REJECTED (so a replay is claimed again flagged as
+   * a redelivery) and puts the entity back where it was. Inside the caller's transaction.
+   */
+  private Mono<Boolean> rejectClaim(Connection c, Claim claim, long nowMillis) {
+    return Db.update(c,
+            "UPDATE " + ledger + " SET status = 'REJECTED', lease_until = NULL, completed_at = ?"
+                + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
+        .flatMap(n -> n != 1 ? Mono.just(false) : restoreEntity(c, claim.machine(), claim.entityId(), claim.dedupKey(), nowMillis));
   }
 
   /**
@@ -416,38 +343,59 @@ public final class MysqlGuardStore implements GuardStore {
    * back where it was; false if the row is not that claim's any more. Inside the caller's
    * transaction.
    */
-  private Mono<Boolean> undo(Connection c, String route, String dedupKey, String owner, int attempts, String machine,
+  private Mono<Boolean> deleteClaim(Connection c, String route, String dedupKey, String owner, int attempts, String machine,
       String entityId, long nowMillis) {
     return Db.update(c,
             "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
             route, dedupKey, owner, attempts)
-        .flatMap(n -> {
-          if (n != 1) {
-            return Mono.just(false);
-          }
-          if (machine == null) {
-            return Mono.just(true);
-          }
-          // a creating event leaves no previous state: the entity row goes
-          return Db.update(c, "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
-                  machine, entityId, dedupKey)
-              .flatMap(d -> d == 1 ? Mono.just(true)
-                  : Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
-                          + " pending_key = NULL, pending_until = NULL, updated_at = ?"
-                          + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                      nowMillis, machine, entityId, dedupKey).thenReturn(true));
-        });
+        .flatMap(n -> n != 1 ? Mono.just(false) : restoreEntity(c, machine, entityId, dedupKey, nowMillis));
+  }
+
+  private Mono<Boolean> restoreEntity(Connection c, String machine, String entityId, String dedupKey, long nowMillis) {
+    if (machine == null) {
+      return Mono.just(true);
+    }
+    // a creating event leaves no previous state: the entity row goes
+    return Db.update(c, "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
+            machine, entityId, dedupKey)
+        .flatMap(d -> d == 1 ? Mono.just(true)
+            : Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
+                    + " pending_key = NULL, pending_until = NULL, updated_at = ?"
+                    + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+                nowMillis, machine, entityId, dedupKey).thenReturn(true));
   }
 
   @Override
-  public CompletionStage<Boolean> renew(Claim claim, long leaseUntilMillis) {
+  public CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
     return db.atomically(claim.machine() != null, c -> Db.update(c,
-                "UPDATE " + ledger + " SET lease_until = ? WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-                leaseUntilMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
+                "UPDATE " + ledger + " SET lease_until = " + NOW_MS + " + ?"
+                    + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+                leaseMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
             .flatMap(n -> n != 1 ? Mono.just(false)
                 : claim.machine() == null ? Mono.just(true)
-                : Db.update(c, "UPDATE " + entity + " SET pending_until = ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                    leaseUntilMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true)))
+                : Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+                    leaseMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true)))
+        .toFuture();
+  }
+
+  // ---------------------------------------------------------------------------------- owners
+
+  @Override
+  public CompletionStage<Void> heartbeat(String owner, long ttlMillis) {
+    return db.autocommit(c -> Db.update(c,
+            "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + " + ?, " + NOW_MS + ")"
+                + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)",
+            owner, ttlMillis))
+        .then()
+        .toFuture();
+  }
+
+  @Override
+  public CompletionStage<Void> retire(String owner) {
+    // rows of owners gone for a day are purged on the way: nothing reads them any more
+    return db.autocommit(c -> Db.update(c, "UPDATE " + owners + " SET alive_until = " + NOW_MS + " WHERE owner = ?", owner)
+            .then(Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000")))
+        .then()
         .toFuture();
   }
 

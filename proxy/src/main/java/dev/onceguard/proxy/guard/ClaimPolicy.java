@@ -1,0 +1,193 @@
+package dev.onceguard.proxy.guard;
+
+import dev.onceguard.proxy.config.MachineConfig.EventConfig;
+import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.store.EntityRow;
+import dev.onceguard.proxy.store.LedgerRow;
+import dev.onceguard.v1.AppliedFact;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.util.List;
+
+/**
+ * What a refused claim means (the design's "Processing one record", step 3): the store reports
+ * facts — the ledger row that refused the INSERT, the entity whose CAS was lost, the rows that
+ * applied a transition — and this class turns them into a verdict or into the next store step.
+ * Pure and stateless: no I/O, no clock of its own (the attempt carries the caller's now, used only
+ * to schedule retries; liveness comes from the database's clock inside the facts).
+ */
+final class ClaimPolicy {
+  private ClaimPolicy() {}
+
+  /**
+   * One claim as the policy sees it.
+   *
+   * @param machine the route's machine, {@code null} without one
+   * @param event the machine's event, {@code null} without one
+   * @param ownAttemptActive this process still works on an earlier attempt of the same dedup key
+   * @param nowMillis the caller's clock, to schedule retries
+   */
+  record Attempt(String route, StateMachine machine, EventConfig event, ExtractedEvent extracted, Source source, String owner,
+      boolean ownAttemptActive, long nowMillis, long earlyArrivalRetryMillis) {
+
+    Verdict.Builder verdict() {
+      return Verdicts.base(route, extracted).addAllExpectedFromStates(event == null ? List.of() : event.from());
+    }
+
+    boolean fromKafka() {
+      return source.partition() >= 0;
+    }
+  }
+
+  /** The next thing to do. */
+  sealed interface Decision {}
+
+  /** A verdict or a wait: the claim attempt ends here. */
+  record Done(ClaimResult result) implements Decision {}
+
+  /** Take the row over (fenced in the store); {@code force}: our own abandoned attempt, though live. */
+  record TakeOver(LedgerRow row, boolean force) implements Decision {}
+
+  /** The entity is held by a claim whose lease ended: undo it if it is an abandoned API claim. */
+  record ReleaseExpired(EntityRow entity) implements Decision {}
+
+  /** The transition was applied already: read which rows applied it, then {@link #onApplied}. */
+  record CompareApplied(EntityRow entity) implements Decision {}
+
+  /** The facts went stale: claim again. */
+  record Again(String why) implements Decision {}
+
+  /** The INSERT of the ledger row was refused by {@code row}. */
+  static Decision onLedgerConflict(Attempt a, LedgerRow row) {
+    ExtractedEvent e = a.extracted();
+    if (row.rejected()) {
+      // the business rejected this key's record before; this is its replay (rebalance, restart)
+      // or its re-drive after a fix: claimed again, flagged, since the business has seen it
+      return new TakeOver(row, false);
+    }
+    if (!row.fingerprint().equals(e.fingerprint())) {
+      return done(new ClaimResult.Rejected(Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.KEY_COLLISION,
+          "dedup key already used by a record with different content (ledger row " + row.status() + " from " + row.source()
+              + "): the configured business key does not identify the record; add the missing field")));
+    }
+    if (row.done()) {
+      return done(new ClaimResult.Rejected(Verdicts.duplicate(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,
+          "already confirmed from " + row.source())));
+    }
+    boolean sameSource = row.sourceTopic().equals(a.source().topic()) && row.sourcePartition() == a.source().partition()
+        && row.sourceOffset() == a.source().offset();
+    boolean ours = row.owner() != null && row.owner().equals(a.owner());
+    long untilNotLive = a.nowMillis() + row.millisUntilNotLive();
+    if (row.live() && row.apiClaim() && a.fromKafka()) {
+      // held by a Guard API caller: unlike a Kafka owner, nothing redelivers its record if the
+      // caller goes away, so a Kafka copy is never ignored: it waits for the claim to end. The same
+      // answer in every process, the API claim's own included.
+      return done(new ClaimResult.Wait(ClaimResult.Wait.Kind.OWN_LEASE_LIVE, untilNotLive,
+          Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT, "dedup key claimed through the Guard API by " + row.owner())));
+    }
+    if (ours && a.ownAttemptActive()) {
+      // another attempt in this process still works on the key (its lease may even have lapsed
+      // during a store outage): never run two at once; it finishes or gives it up
+      long retryAt = sameSource && row.live() ? untilNotLive : a.nowMillis() + a.earlyArrivalRetryMillis();
+      return done(new ClaimResult.Wait(sameSource ? ClaimResult.Wait.Kind.OWN_LEASE_LIVE : ClaimResult.Wait.Kind.ENTITY_BUSY,
+          retryAt, Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
+    }
+    if (row.live() && !sameSource) {
+      return done(new ClaimResult.Rejected(Verdicts.duplicate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
+          "in flight from " + row.source() + " (owner " + row.owner() + ")")));
+    }
+    if (row.live()) {
+      if (ours) {
+        // our own earlier, abandoned attempt of this very record: nobody forwards it now
+        return new TakeOver(row, true);
+      }
+      return done(new ClaimResult.Wait(ClaimResult.Wait.Kind.OWN_LEASE_LIVE, untilNotLive,
+          Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT, "claim of this record by " + row.owner() + " did not expire")));
+    }
+    // lease over, or its owner stopped heartbeating
+    return new TakeOver(row, false);
+  }
+
+  /** The entity's CAS was lost; {@code entity} is its row read afterwards ({@code null}: none). */
+  static Decision onCasLost(Attempt a, EntityRow entity) {
+    if (entity == null && a.event().creating()) {
+      return new Again("the entity was deleted (creation aborted) between the claim and the read");
+    }
+    if (entity != null && entity.busy() && entity.pendingExpired()) {
+      return new ReleaseExpired(entity);
+    }
+    return classify(a, entity);
+  }
+
+  /** The machine's view of a lost CAS, once any expired claim on the entity was dealt with. */
+  static Decision classify(Attempt a, EntityRow entity) {
+    EventConfig ev = a.event();
+    Verdict.Builder vb = withEntity(a.verdict(), entity);
+    StateMachine.Classification cl = a.machine().classify(ev, entity == null ? null : entity.state(), entity != null && entity.busy());
+    switch (cl) {
+      case ALREADY_APPLIED:
+        return new CompareApplied(entity);
+      case EARLY_ARRIVAL: {
+        boolean busy = entity != null && entity.busy();
+        String why = entity == null ? "entity does not exist yet"
+            : busy ? "entity has another transition pending (dedup key " + entity.pendingKey()
+                + (entity.pendingExpired()
+                    ? ", its lease expired " + entity.pendingOverdueMillis() + " ms ago and nobody took it over: see Explain" : "")
+                + ")"
+            : "entity is in '" + entity.state() + "', not yet in " + ev.from();
+        Verdict timeout = Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.OUT_OF_ORDER,
+            "'" + ev.name() + "' arrived early and the entity never reached " + ev.from() + ": " + why);
+        return done(new ClaimResult.Wait(busy ? ClaimResult.Wait.Kind.ENTITY_BUSY : ClaimResult.Wait.Kind.EARLY_ARRIVAL,
+            a.nowMillis() + a.earlyArrivalRetryMillis(), timeout));
+      }
+      default:
+        return done(new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.ILLEGAL_TRANSITION,
+            "'" + ev.name() + "' is not allowed from '" + entity.state() + "' (allowed from " + ev.from() + ")")));
+    }
+  }
+
+  /**
+   * The transition was applied already. Whether this record is what applied it is told by content:
+   * a DONE row of the entity and event with this record's fingerprint makes it a re-send
+   * (ALREADY_APPLIED, safe to ignore); anything else is a distinct fact the entity cannot hold, and
+   * is escalated, never dropped (CONFLICTING_FACT).
+   *
+   * @param applied the DONE rows of the entity and event, those with this fingerprint first
+   */
+  static ClaimResult onApplied(Attempt a, EntityRow entity, List<LedgerRow> applied) {
+    EventConfig ev = a.event();
+    Verdict.Builder vb = withEntity(a.verdict(), entity);
+    String where = "entity is already in '" + entity.state() + "' (version " + entity.version() + "); '" + ev.name()
+        + "' leads to '" + ev.to() + "'";
+    for (LedgerRow r : applied) {
+      if (r.fingerprint().equals(a.extracted().fingerprint())) {
+        return new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
+            where + ", applied by the same content from " + r.source() + " (business key " + r.businessKey() + ")"));
+      }
+    }
+    if (applied.isEmpty()) {
+      return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.CONFLICTING_FACT,
+          where + ", and no confirmed ledger row of it is left to compare this record with (purged, or applied outside"
+              + " OnceGuard): it may be a distinct fact, so it is not ignored"));
+    }
+    LedgerRow r = applied.get(0);
+    vb.setApplied(AppliedFact.newBuilder().setRoute(r.route()).setDedupKey(r.dedupKey()).setBusinessKey(r.businessKey())
+        .setSourceTopic(r.sourceTopic()).setSourcePartition(r.sourcePartition()).setSourceOffset(r.sourceOffset()));
+    return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.CONFLICTING_FACT,
+        where + ", applied by a record with different content (" + r.businessKey() + " from " + r.source()
+            + "): a distinct fact the entity cannot hold; if both are real, the entity must be finer (e.g. the order line"
+            + " rather than the order)"));
+  }
+
+  private static Verdict.Builder withEntity(Verdict.Builder vb, EntityRow entity) {
+    if (entity != null) {
+      vb.setCurrentState(entity.state()).setCurrentVersion(entity.version());
+    }
+    return vb;
+  }
+
+  private static Decision done(ClaimResult r) {
+    return new Done(r);
+  }
+}

@@ -1,0 +1,32 @@
+package dev.onceguard.proxy.store;
+
+/**
+ * What one claim step found in the store: facts, not verdicts. The guard classifies them
+ * ({@code dev.onceguard.proxy.guard.ClaimPolicy}) and decides what to do next.
+ */
+public sealed interface ClaimOutcome {
+
+  /**
+   * The ledger row is this claim's and, on a route with a machine, the entity's CAS applied.
+   *
+   * @param fromState the entity's state before the transition ({@code null} for a creating event or
+   *     no machine)
+   * @param leaseUntilMillis the lease's end by the caller's clock (an estimate: the store keeps the
+   *     authoritative end in database time, and the estimate is never later than it when clocks agree)
+   * @param attempts how many times the ledger row has been claimed, this claim included
+   * @param takenOver the row was claimed before (an expired or abandoned claim, or a rejected record)
+   */
+  record Claimed(String fromState, long leaseUntilMillis, int attempts, boolean takenOver) implements ClaimOutcome {}
+
+  /** The (route, dedup key) row exists already; nothing was written. */
+  record LedgerConflict(LedgerRow row) implements ClaimOutcome {}
+
+  /**
+   * The ledger row was free (or reclaimable) but the entity's CAS did not apply; the transaction
+   * was rolled back. {@code entity} is the entity as read right after, {@code null} if it has no row.
+   */
+  record CasLost(EntityRow entity) implements ClaimOutcome {}
+
+  /** The facts went stale before they could be read (a row vanished, a takeover lost): claim again. */
+  record Retry(String why) implements ClaimOutcome {}
+}
