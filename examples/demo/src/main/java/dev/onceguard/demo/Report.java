@@ -237,9 +237,11 @@ final class Report {
     out.printf("   escalation topic %s: %d record(s), each the original record plus onceguard-* headers%n",
         layout.escalationTopic(), escalations.size());
     for (ConsumerRecord<byte[], byte[]> e : escalations) {
-      out.printf("     %-19s %-14s route=%-16s entity=%-6s %s=%s%n", Driver.header(e, Headers.REASON), Driver.header(e, Headers.LAYER),
+      String applied = Driver.header(e, Headers.APPLIED_BUSINESS_KEY);
+      out.printf("     %-19s %-14s route=%-16s entity=%-15s %s=%s%s%n", Driver.header(e, Headers.REASON), Driver.header(e, Headers.LAYER),
           Driver.header(e, Headers.ROUTE), nz(Driver.header(e, Headers.ENTITY_ID)),
-          Headers.CURRENT_STATE, nz(Driver.header(e, Headers.CURRENT_STATE)));
+          Headers.CURRENT_STATE, nz(Driver.header(e, Headers.CURRENT_STATE)),
+          applied == null ? "" : " " + Headers.APPLIED_BUSINESS_KEY + "=" + applied);
     }
     for (String s : driver.strays()) {
       problem(s);

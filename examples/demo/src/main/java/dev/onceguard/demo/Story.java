@@ -23,12 +23,20 @@ import java.util.function.Consumer;
  * The records of the demo and what must become of them, scene by scene: the normal path, then
  * DESIGN.md's three production incidents, an out-of-order pair, an illegal transition, bad input
  * and a business refusal. Each step produces its records, waits for their verdicts, and prints them.
+ *
+ * <p>The machine's entity is the fulfilment line (order_id + sku_id + warehouse_id), as in
+ * {@code examples/order-fulfilment.yaml}: one order may ship one sku from two warehouses, and each
+ * line goes through each state exactly once. Most orders have one line, sku-1 from w-1.
  */
 final class Story {
   private static final Duration VERDICT_TIMEOUT = Duration.ofSeconds(20);
   /** The business's delay in scene 3, long enough to keep the first copy in flight. */
   private static final int SLOW_BUSINESS_MS = 1500;
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String DEFAULT_SKU = "sku-1";
+  private static final String DEFAULT_WAREHOUSE = "w-1";
+  /** o-102's sku-2 is split between two warehouses: two lines, two entities. */
+  private static final List<String> SPLIT_WAREHOUSES = List.of("w-1", "w-2");
 
   private final Driver driver;
   private final Report report;
@@ -57,14 +65,17 @@ final class Story {
     report.scene("0. The normal path",
         "One topic and one consumer group per state node (as in examples/order-fulfilment.yaml), all driving one shared",
         "order machine: created -> paid -> to_ship -> shipped -> delivered, and cancel from the first three states.",
-        "o-101 goes all the way; the other orders are brought to the state their scene needs.");
+        "Its entity is the fulfilment LINE, entity-id [/order_id, /sku_id, /warehouse_id]: one order may ship a sku from",
+        "several warehouses, and it is the line that goes through each state exactly once. Lines are sku-1 from w-1",
+        "unless the label says otherwise. o-101 goes all the way; the other lines are brought to the state their scene",
+        "needs; o-102 has sku-2 in two warehouses (a split shipment, scene 2).");
     List<Input> shown = new ArrayList<>();
-    shown.addAll(step(List.of("o-101", "o-301", "o-302", "o-401", "o-402", "o-501", "o-601"), id -> order(id, "create", ORDERS_CREATED)));
-    List<Input> pays = step(List.of("o-101", "o-301", "o-302", "o-401", "o-402", "o-501"), id -> order(id, "pay", ORDERS_PAID));
+    shown.addAll(step(List.of("o-101", "o-301", "o-302", "o-401", "o-402", "o-501", "o-601"), "create", ORDERS_CREATED, true));
+    List<Input> pays = step(List.of("o-101", "o-301", "o-302", "o-401", "o-402", "o-501"), "pay", ORDERS_PAID, true);
     shown.addAll(pays);
-    shown.addAll(step(List.of("o-101", "o-301", "o-302", "o-401"), id -> order(id, "prepare", ORDERS_TO_SHIP)));
-    shown.addAll(step(List.of("o-101"), id -> order(id, "ship", ORDERS_SHIPPED)));
-    shown.addAll(step(List.of("o-101"), id -> order(id, "deliver", ORDERS_DELIVERED)));
+    shown.addAll(step(List.of("o-101", "o-301", "o-302", "o-401"), "prepare", ORDERS_TO_SHIP, true));
+    shown.addAll(step(List.of("o-101"), "ship", ORDERS_SHIPPED, false));
+    shown.addAll(step(List.of("o-101"), "deliver", ORDERS_DELIVERED, false));
     Input firstPay = pays.get(0);
     Input replay = new Input("o-101 pay (same bytes)", "a producer retry / upstream replay", ORDERS_PAID, null, firstPay.key, firstPay.value)
         .expect(layout.routesOf(ORDERS_PAID), Reason.CACHE_HIT);
@@ -106,6 +117,13 @@ final class Story {
     report.say("-> with the full key both records are accepted. With the narrow key the second one is not dropped as a");
     report.say("   'duplicate': same key, different content (fingerprint) -> KEY_COLLISION, escalated so that someone fixes");
     report.say("   the key instead of losing the shipment.");
+    report.say("The same split on the order machine: o-102's sku-2 ships from w-1 and from w-2. With the order as entity the");
+    report.say("second 'ship' would find o-102 already shipped: the same loss one layer down (OnceGuard escalates it as");
+    report.say("CONFLICTING_FACT rather than drop it). With the line as entity they are two entities, each shipped once.");
+    Input[] ships = SPLIT_WAREHOUSES.stream().map(w -> splitLine(w, "ship", ORDERS_SHIPPED)).toArray(Input[]::new);
+    report.rows(run(ships));
+    report.say("-> both lines reach the business, each as its own entity (Delivery.entity_id o-102|sku-2|w-1 and");
+    report.say("   o-102|sku-2|w-2): the entity model holds both facts instead of one absorbing the other.");
   }
 
   private void concurrentCopies() {
@@ -113,26 +131,31 @@ final class Story {
         "Production: two concurrent copies both read 'to_ship', both passed the state check, both wrote.",
         "Here: each pair is produced at the same moment to partitions 0 and 1 of orders.shipped, so the sidecar works on",
         "both at once; the business takes " + SLOW_BUSINESS_MS + " ms per call (delay_ms) so the first copy is still in flight.",
-        "o-301: the very same record twice. o-302: upstream re-sent it with a new batch_no, so the dedup keys differ.");
+        "o-301: the very same record twice. o-302: a second 'ship' of the line, with batch_no 2, so the dedup keys differ.",
+        "Re-send or new fact? The routes fingerprint the whole value except message_id and sent_at, so batch_no is content:",
+        "batch 2 is not the batch-1 record sent again (that would be o-301's case) but a second shipment of a line that",
+        "ships once. OnceGuard cannot hold it, and must not drop it either.");
     List<String> routes = layout.routesOf(ORDERS_SHIPPED);
     Input a0 = order("o-301", "ship", ORDERS_SHIPPED, 0, "a copy on partition 0", n -> n.put("delay_ms", SLOW_BUSINESS_MS));
     Input a1 = new Input("o-301 ship", "the same bytes on partition 1", ORDERS_SHIPPED, 1, a0.key, a0.value);
     Input b0 = order("o-302", "ship", ORDERS_SHIPPED, 0, "batch 1 on partition 0", n -> n.put("delay_ms", SLOW_BUSINESS_MS));
-    Input b1 = order("o-302", "ship", ORDERS_SHIPPED, 1, "re-sent as batch 2, on partition 1",
+    Input b1 = order("o-302", "ship", ORDERS_SHIPPED, 1, "batch 2 (a second shipment), on partition 1",
         n -> n.put("batch_no", 2).put("delay_ms", SLOW_BUSINESS_MS));
     for (Input in : List.of(a0, a1)) {
       in.expect(routes, Reason.NONE, Reason.IN_FLIGHT, Reason.LEDGER_HIT, Reason.CACHE_HIT);
     }
     for (Input in : List.of(b0, b1)) {
-      in.expect(routes, Reason.NONE, Reason.ALREADY_APPLIED);
+      in.expect(routes, Reason.NONE, Reason.CONFLICTING_FACT);
     }
     report.rows(run(a0, a1, b0, b1));
     report.expectExactlyOneAccepted("order-shipped", a0, a1);
     report.expectExactlyOneAccepted("order-shipped", b0, b1);
     report.say("-> same key: the ledger's unique row admits one claim; the other copy is IN_FLIGHT (or a ledger/cache hit).");
     report.say("   Different keys: only the state machine can tell. Its single CAS (UPDATE ... WHERE state IN ('to_ship')");
-    report.say("   AND pending_key IS NULL) lets one win; the other waits for that transition, then finds the order already");
-    report.say("   shipped: ALREADY_APPLIED. No read-check-write window, no lock wait.");
+    report.say("   AND pending_key IS NULL) lets one win; the other waits for that transition, then finds the line already");
+    report.say("   shipped. No read-check-write window, no lock wait. Its fingerprint matches no applied 'ship' of the line, so");
+    report.say("   it is a distinct fact: CONFLICTING_FACT, escalated with the winner's business key (onceguard-applied-*");
+    report.say("   headers). Only a record with the applied content (a re-send whose key changed) would be ALREADY_APPLIED.");
   }
 
   private void outOfOrder() {
@@ -208,27 +231,48 @@ final class Story {
     return l;
   }
 
-  /** One event per order, sent together, each expected to be accepted. */
-  private List<Input> step(List<String> ids, java.util.function.Function<String, Input> make) {
-    List<Input> l = ids.stream().map(make).toList();
+  /**
+   * One event per order's default line, plus (with {@code splitLines}) for each of o-102's two lines,
+   * sent together, each expected to be accepted.
+   */
+  private List<Input> step(List<String> ids, String event, String topic, boolean splitLines) {
+    List<Input> l = new ArrayList<>(ids.stream().map(id -> order(id, event, topic)).toList());
+    if (splitLines) {
+      SPLIT_WAREHOUSES.forEach(w -> l.add(splitLine(w, event, topic)));
+    }
     return run(l.toArray(new Input[0]));
+  }
+
+  private Input splitLine(String warehouse, String event, String topic) {
+    return line("o-102", "sku-2", warehouse, event, topic, null, "", n -> { }).expect(layout.routesOf(topic), Reason.NONE);
   }
 
   private Input order(String id, String event, String topic) {
     return order(id, event, topic, null, "", n -> { }).expect(layout.routesOf(topic), Reason.NONE);
   }
 
-  /** An order event as every state node emits it; {@code tweak} adds or changes fields. */
+  /** An event of the order's default line (sku-1 from w-1); {@code tweak} adds or changes fields. */
   private Input order(String id, String event, String topic, Integer partition, String note, Consumer<ObjectNode> tweak) {
+    return line(id, DEFAULT_SKU, DEFAULT_WAREHOUSE, event, topic, partition, note, tweak);
+  }
+
+  /**
+   * A line event as every state node emits it; {@code tweak} adds or changes fields. The Kafka key is
+   * the order id, so all lines of an order share a partition.
+   */
+  private Input line(String orderId, String sku, String warehouse, String event, String topic, Integer partition, String note,
+      Consumer<ObjectNode> tweak) {
     ObjectNode n = JSON.createObjectNode()
-        .put("order_id", id)
+        .put("order_id", orderId)
         .put("event", event)
-        .put("sku_id", "sku-1")
-        .put("warehouse_id", "w-1")
+        .put("sku_id", sku)
+        .put("warehouse_id", warehouse)
         .put("batch_no", 1);
     tweak.accept(n);
     stamp(n);
-    return new Input(id + " " + event, note, topic, partition, id, bytes(n));
+    boolean defaultLine = sku.equals(DEFAULT_SKU) && warehouse.equals(DEFAULT_WAREHOUSE);
+    String label = defaultLine ? orderId + " " + event : orderId + " " + sku + "@" + warehouse + " " + event;
+    return new Input(label, note, topic, partition, orderId, bytes(n));
   }
 
   /** A shipping record (append-only: no state machine). */

@@ -182,17 +182,40 @@ public final class ConfigReader {
       throw new ConfigException("routes: at least one route is required");
     }
     Set<String> routeNames = new HashSet<>();
+    Map<String, RouteConfig> entityModel = new HashMap<>();
     for (Node rn : rs) {
       RouteConfig rc = readRoute(rn, machines);
       if (!routeNames.add(rc.name())) {
         throw rn.error("name", "duplicate route name '" + rc.name() + "'");
       }
+      checkSameEntityModel(rn, rc, entityModel);
       routes.add(rc);
     }
     root.done();
     return new SidecarConfig(
         instanceId, listen, metrics, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
         Collections.unmodifiableMap(machines), List.copyOf(routes));
+  }
+
+  /**
+   * Routes of one machine share its entities (one {@code og_entity} row per id), so they must
+   * build ids from the same number of fields: a route keyed by order and one keyed by line would
+   * never meet, and the composite encoding is unambiguous only for a fixed number of fields.
+   */
+  private static void checkSameEntityModel(Node rn, RouteConfig rc, Map<String, RouteConfig> firstOfMachine) {
+    if (!rc.hasMachine()) {
+      return;
+    }
+    RouteConfig first = firstOfMachine.putIfAbsent(rc.machine(), rc);
+    if (first != null && first.entityId().size() != rc.entityId().size()) {
+      throw rn.error("entity-id", rc.entityId().size() + " field(s) " + fieldNames(rc.entityId()) + ", but route '" + first.name()
+          + "' of machine '" + rc.machine() + "' has " + first.entityId().size() + " " + fieldNames(first.entityId())
+          + "; every route of a machine must identify its entities the same way");
+    }
+  }
+
+  private static List<String> fieldNames(List<FieldSource> fields) {
+    return fields.stream().map(FieldSource::name).toList();
   }
 
   private static String defaultInstanceId() {
@@ -309,15 +332,16 @@ public final class ConfigReader {
         throw n.error("machine", "unknown machine '" + machine + "' (configured: " + machines.keySet() + ")");
       }
     }
-    FieldSource entity = n.fieldSource("entity-id", mc != null);
+    List<FieldSource> entity = n.entityId("entity-id", mc != null);
     FieldSource event = n.fieldSource("event", mc != null);
-    if (mc == null && (entity != null || event != null)) {
-      throw n.error(entity != null ? "entity-id" : "event", "only meaningful with a 'machine'");
+    if (mc == null && (!entity.isEmpty() || event != null)) {
+      throw n.error(!entity.isEmpty() ? "entity-id" : "event", "only meaningful with a 'machine'");
     }
     if (event instanceof FieldSource.Constant c && !mc.events().containsKey(c.value())) {
       throw n.error("event", "constant event '" + c.value() + "' is not an event of machine '" + machine + "' (events: " + mc.events().keySet() + ")");
     }
     List<FieldSource> key = n.fieldSourceList("business-key", true);
+    n.rejectEmptyConstants("business-key", key);
     List<FieldSource> fp = n.fieldSourceList("fingerprint", false);
     List<String> fpExclude = n.stringList("fingerprint-exclude", false);
     for (int i = 0; i < fpExclude.size(); i++) {
@@ -631,6 +655,36 @@ public final class ConfigReader {
         return null;
       }
       return FieldSource.parse(s, key, path(key));
+    }
+
+    /**
+     * One field source, or a list of them as in {@link #fieldSourceList} (a composite id such as
+     * a fulfilment line); empty when absent and not required.
+     */
+    List<FieldSource> entityId(String key, boolean required) {
+      JsonNode v = get(key);
+      List<FieldSource> out;
+      if (v == null || v.isValueNode()) {
+        FieldSource single = fieldSource(key, required);
+        out = single == null ? List.of() : List.of(single);
+      } else {
+        if (v.isArray() && v.isEmpty()) {
+          throw error(key, "must not be empty: one field source, or a list of them");
+        }
+        out = fieldSourceList(key, required);
+      }
+      rejectEmptyConstants(key, out);
+      return out;
+    }
+
+    /** An empty {@code const:} in a key makes every record MISSING_FIELD: a start-up error instead. */
+    void rejectEmptyConstants(String key, List<FieldSource> fields) {
+      for (int i = 0; i < fields.size(); i++) {
+        if (fields.get(i) instanceof FieldSource.Constant c && c.value().isBlank()) {
+          String p = get(key).isArray() ? path(key) + "[" + i + "]" : path(key);
+          throw new ConfigException(p + ": an empty constant cannot identify anything (every record would be MISSING_FIELD)");
+        }
+      }
     }
 
     /** Items are a spec string, or {@code {name: N, from: SPEC}}. */

@@ -8,7 +8,9 @@ import java.util.List;
  * guard's timings. Immutable; built and validated by {@link ConfigReader}.
  *
  * @param machine name of the state machine, or {@code null} for an append-only route (L1 + L2 only)
- * @param entityId where the entity id is; {@code null} without a machine
+ * @param entityId fields of the entity id, in order (one, or several for a composite entity such as
+ *     a fulfilment line); empty without a machine. The id is their canonical encoding
+ *     ({@code Extractor.canonicalEntityId})
  * @param event where the event name is; {@code null} without a machine
  * @param businessKey fields of the business key, in order; the dedup key is their digest
  * @param fingerprint fields of the content fingerprint; empty means the whole value (JSON
@@ -27,7 +29,7 @@ public record RouteConfig(
     List<String> topics,
     String group,
     String machine,
-    FieldSource entityId,
+    List<FieldSource> entityId,
     FieldSource event,
     List<FieldSource> businessKey,
     List<FieldSource> fingerprint,

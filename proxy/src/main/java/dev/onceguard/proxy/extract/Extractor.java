@@ -39,6 +39,17 @@ import org.apache.kafka.common.header.Headers;
  * canonical JSON (keys sorted). A missing or JSON-null field is {@link Reason#MISSING_FIELD}, never
  * an empty value: two records that both lack a field must not look like duplicates.
  *
+ * <p><b>Entity id.</b> One or more fields ({@code entity-id}); the id is one canonical string used as
+ * the ordering key, {@code og_entity.entity_id}, in verdicts, deliveries and escalation headers. One
+ * field gives its plain value. Several give {@link #canonicalEntityId(List)}: the values joined by
+ * {@code |}, each with {@code \} and {@code |} escaped by a backslash, so {@code ("a|b","c")} and
+ * {@code ("a","b|c")} stay apart. An id longer than 255 characters does not fit the entity table:
+ * {@link Reason#MALFORMED}.
+ *
+ * <p><b>Blank is missing.</b> An entity-id or business-key field that is empty or whitespace only
+ * is {@link Reason#MISSING_FIELD}, like an absent one: an empty {@code order_id} names no order, and
+ * two such records must not become one entity {@code ''} or one dedup key.
+ *
  * <p><b>Fingerprint.</b> With {@code fingerprint} fields configured: their canonical encoding (a
  * missing one is recorded as absent). Otherwise the whole value: JSON objects canonicalised with
  * the {@code fingerprint-exclude} pointers removed, anything else byte for byte. Headers and the
@@ -54,6 +65,9 @@ public final class Extractor {
   private static final ObjectMapper CANONICAL =
       JsonMapper.builder().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS).build();
 
+  /** {@code og_entity.entity_id} is a VARCHAR(255) of utf8mb4: characters are code points. */
+  public static final int MAX_ENTITY_ID_CHARS = 255;
+
   private final RouteConfig route;
   private final MachineConfig machine;
   private final boolean needsValue;
@@ -65,9 +79,7 @@ public final class Extractor {
     this.machine = machine;
     List<FieldSource> all = new ArrayList<>(route.businessKey());
     all.addAll(route.fingerprint());
-    if (route.entityId() != null) {
-      all.add(route.entityId());
-    }
+    all.addAll(route.entityId());
     if (route.event() != null) {
       all.add(route.event());
     }
@@ -75,17 +87,47 @@ public final class Extractor {
     this.needsKeyJson = all.stream().anyMatch(f -> f instanceof FieldSource.Key k && !k.pointer().isEmpty());
   }
 
-  /** The entity id alone, cheaply, for ordering; {@code null} if it cannot be read. */
+  /**
+   * The canonical entity id alone, cheaply, for ordering: the same string {@link #extract} gives;
+   * {@code null} without a machine or if a field is absent, blank or unreadable.
+   */
   public String entityIdOrNull(byte[] key, byte[] value, Headers headers) {
-    if (route.entityId() == null) {
+    if (route.entityId().isEmpty()) {
       return null;
     }
     try {
-      Parsed p = new Parsed(key, value, headers);
-      return p.read(route.entityId());
+      List<String> values = new ArrayList<>();
+      return readKeyFields(new Parsed(key, value, headers), route.entityId(), values) == null ? canonicalEntityId(values) : null;
     } catch (RuntimeException | IOException e) {
       return null;
     }
+  }
+
+  /**
+   * The canonical entity id of the entity-id field values, in configured order: one value as it
+   * is; several joined by {@code |} with {@code \} and {@code |} in each value escaped by a
+   * backslash ({@code o-1|sku-1|w-1}). Unambiguous for a given number of fields, which all routes
+   * of one machine share (checked by the configuration).
+   */
+  public static String canonicalEntityId(List<String> values) {
+    if (values.size() == 1) {
+      return values.get(0);
+    }
+    StringBuilder sb = new StringBuilder();
+    for (int i = 0; i < values.size(); i++) {
+      if (i > 0) {
+        sb.append('|');
+      }
+      String v = values.get(i);
+      for (int j = 0; j < v.length(); j++) {
+        char c = v.charAt(j);
+        if (c == '\\' || c == '|') {
+          sb.append('\\');
+        }
+        sb.append(c);
+      }
+    }
+    return sb.toString();
   }
 
   public Extraction extract(byte[] key, byte[] value, Headers headers) {
@@ -98,19 +140,23 @@ public final class Extractor {
     String entityId = null;
     String event = null;
     try {
-      if (route.entityId() != null) {
-        entityId = p.read(route.entityId());
-        if (entityId == null) {
-          return missing(route.entityId(), null, null);
+      if (!route.entityId().isEmpty()) {
+        List<String> values = new ArrayList<>();
+        FieldSource absent = readKeyFields(p, route.entityId(), values);
+        if (absent != null) {
+          return missingKeyField(absent, values, null, null);
         }
-        if (entityId.length() > 255) {
-          return new Extraction.Failed(Reason.MALFORMED, "entity id longer than 255 characters", null, null);
+        entityId = canonicalEntityId(values);
+        int chars = entityId.codePointCount(0, entityId.length());
+        if (chars > MAX_ENTITY_ID_CHARS) {
+          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") is " + chars
+              + " characters long; at most " + MAX_ENTITY_ID_CHARS + " fit og_entity.entity_id", null, null);
         }
       }
       if (route.event() != null) {
         event = p.read(route.event());
         if (event == null) {
-          return missing(route.event(), entityId, null);
+          return missing(route.event(), null, entityId, null);
         }
         if (!machine.events().containsKey(event)) {
           return new Extraction.Failed(
@@ -125,16 +171,18 @@ public final class Extractor {
       if (event != null) {
         keyEnc.add("@event", event);
       }
-      for (FieldSource f : route.businessKey()) {
-        String v = p.read(f);
-        if (v == null) {
-          return missing(f, entityId, event);
-        }
-        keyEnc.add(f.name(), v);
+      List<String> keyValues = new ArrayList<>();
+      FieldSource absent = readKeyFields(p, route.businessKey(), keyValues);
+      if (absent != null) {
+        return missingKeyField(absent, keyValues, entityId, event);
+      }
+      for (int i = 0; i < keyValues.size(); i++) {
+        String name = route.businessKey().get(i).name();
+        keyEnc.add(name, keyValues.get(i));
         if (readable.length() > 0) {
           readable.append(", ");
         }
-        readable.append(f.name()).append('=').append(v);
+        readable.append(name).append('=').append(keyValues.get(i));
       }
       String fingerprint;
       if (!route.fingerprint().isEmpty()) {
@@ -157,8 +205,34 @@ public final class Extractor {
     }
   }
 
-  private static Extraction missing(FieldSource f, String entityId, String event) {
-    return new Extraction.Failed(Reason.MISSING_FIELD, "field '" + f.name() + "' (" + f.spec() + ") is missing or null", entityId, event);
+  /**
+   * Reads key fields (entity id or business key) in order into {@code values}, up to and including
+   * the first one that is absent, JSON null, empty or whitespace only (added as read, possibly
+   * {@code null}), which is returned; {@code null} when every field has a value.
+   */
+  private static FieldSource readKeyFields(Parsed p, List<FieldSource> fields, List<String> values) throws IOException {
+    for (FieldSource f : fields) {
+      String v = p.read(f);
+      values.add(v);
+      if (v == null || v.isBlank()) {
+        return f;
+      }
+    }
+    return null;
+  }
+
+  /** The last of {@code values} is the bad field's, as {@link #readKeyFields} leaves them. */
+  private static Extraction missingKeyField(FieldSource f, List<String> values, String entityId, String event) {
+    return missing(f, values.get(values.size() - 1), entityId, event);
+  }
+
+  private static Extraction missing(FieldSource f, String value, String entityId, String event) {
+    String what = value == null ? "is missing or null" : value.isEmpty() ? "is empty" : "is blank (whitespace only)";
+    return new Extraction.Failed(Reason.MISSING_FIELD, "field '" + f.name() + "' (" + f.spec() + ") " + what, entityId, event);
+  }
+
+  private static String names(List<FieldSource> fields) {
+    return fields.stream().map(FieldSource::name).collect(java.util.stream.Collectors.joining(", "));
   }
 
   private static String abbreviate(String s) {

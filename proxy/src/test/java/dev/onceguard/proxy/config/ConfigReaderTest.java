@@ -115,7 +115,7 @@ class ConfigReaderTest {
     assertThat(r.group()).isEqualTo("onceguard-fulfilment");
     assertThat(r.machine()).isEqualTo("order");
     assertThat(r.hasMachine()).isTrue();
-    assertThat(r.entityId()).isEqualTo(new FieldSource.ValuePointer("entity-id", "/order_id"));
+    assertThat(r.entityId()).containsExactly(new FieldSource.ValuePointer("entity-id", "/order_id"));
     assertThat(r.event()).isEqualTo(new FieldSource.Header("event", "event-type"));
     assertThat(r.businessKey()).containsExactly(
         new FieldSource.ValuePointer("order_id", "/order_id"),
@@ -231,7 +231,7 @@ class ConfigReaderTest {
     RouteConfig audit = c.routes().get(0);
     assertThat(audit.hasMachine()).isFalse();
     assertThat(audit.machine()).isNull();
-    assertThat(audit.entityId()).isNull();
+    assertThat(audit.entityId()).isEmpty();
     assertThat(audit.event()).isNull();
     assertThat(c.routes()).extracting(RouteConfig::name).containsExactly("audit", "fulfilment");
   }
@@ -463,6 +463,91 @@ class ConfigReaderTest {
   @Test
   void entityId_missingOnMachineRoute_errorNamesPath() {
     assertRejected(variant("    entity-id: /order_id\n", "")).hasMessageStartingWith("routes[0].entity-id: required with a machine");
+  }
+
+  @Test
+  void entityId_list_isACompositeIdInOrder() {
+    RouteConfig r = parse(variant("entity-id: /order_id", "entity-id: [/order_id, /sku_id, {name: wh, from: /warehouse/id}]"))
+        .routes().get(0);
+
+    assertThat(r.entityId()).containsExactly(
+        new FieldSource.ValuePointer("order_id", "/order_id"),
+        new FieldSource.ValuePointer("sku_id", "/sku_id"),
+        new FieldSource.ValuePointer("wh", "/warehouse/id"));
+  }
+
+  @Test
+  void entityIdEntry_notAFieldSource_errorNamesPathWithIndex() {
+    assertRejected(variant("entity-id: /order_id", "entity-id: [/order_id, sku_id]"))
+        .hasMessageStartingWith("routes[0].entity-id[1]: 'sku_id' is not a field source");
+  }
+
+  @Test
+  void entityIdEntry_duplicateName_errorNamesPathWithIndex() {
+    assertRejected(variant("entity-id: /order_id", "entity-id: [/order_id, /line/order_id]"))
+        .hasMessageStartingWith("routes[0].entity-id[1]: duplicate field name 'order_id'");
+  }
+
+  @Test
+  void entityId_emptyList_errorNamesPath() {
+    assertRejected(variant("entity-id: /order_id", "entity-id: []"))
+        .hasMessageStartingWith("routes[0].entity-id: must not be empty");
+  }
+
+  @Test
+  void entityId_mapping_errorNamesPath() {
+    assertRejected(variant("entity-id: /order_id", "entity-id: {from: /order_id}"))
+        .hasMessageStartingWith("routes[0].entity-id: must be a list");
+  }
+
+  @Test
+  void entityIdEntry_emptyConstant_errorNamesPathWithIndex() {
+    assertRejected(variant("entity-id: /order_id", "entity-id: [/order_id, 'const:']"))
+        .hasMessageStartingWith("routes[0].entity-id[1]: an empty constant cannot identify anything");
+  }
+
+  @Test
+  void businessKeyEntry_blankConstant_errorNamesPathWithIndex() {
+    assertRejected(variant("/warehouse_id, /batch_no]", "/warehouse_id, 'const: ']"))
+        .hasMessageStartingWith("routes[0].business-key[3]: an empty constant cannot identify anything");
+  }
+
+  @Test
+  void exampleOrderFulfilmentFile_isValidAndKeysTheMachineByLine() {
+    // the reference configuration shipped in examples/ must not rot
+    SidecarConfig c = new ConfigReader(Map.of()).read(java.nio.file.Path.of("..", "examples", "order-fulfilment.yaml"));
+
+    assertThat(c.routes()).hasSize(5).allSatisfy(r -> assertThat(r.entityId()).extracting(FieldSource::name)
+        .containsExactly("order_id", "sku_id", "warehouse_id"));
+  }
+
+  @Test
+  void routesOfOneMachine_differentNumberOfEntityIdFields_errorNamesPathAndOtherRoute() {
+    assertRejected(REFERENCE + """
+          - name: lines
+            topics: [lines]
+            machine: order
+            entity-id: [/order_id, /sku_id, /warehouse_id]
+            event: /event
+            business-key: [/order_id, /sku_id, /warehouse_id]
+            target: 127.0.0.1:7001
+        """).hasMessageStartingWith("routes[1].entity-id: 3 field(s) [order_id, sku_id, warehouse_id], but route 'fulfilment'"
+        + " of machine 'order' has 1 [entity-id]");
+  }
+
+  @Test
+  void routesOfOneMachine_sameNumberOfEntityIdFieldsFromDifferentSources_areAccepted() {
+    SidecarConfig c = parse(variant("entity-id: /order_id", "entity-id: [/order_id, /sku_id]") + """
+          - name: lines
+            topics: [lines]
+            machine: order
+            entity-id: [header:order, header:sku]
+            event: /event
+            business-key: [/order_id, /sku_id]
+            target: 127.0.0.1:7001
+        """);
+
+    assertThat(c.routes()).extracting(rc -> rc.entityId().size()).containsExactly(2, 2);
   }
 
   @Test

@@ -7,6 +7,7 @@ import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.v1.Reason;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -515,6 +516,155 @@ class ExtractorTest {
 
     assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
     assertThat(f.detail()).contains("255");
+  }
+
+  @Test
+  void entityIdLongerThan255_countsCharactersNotUtf16Units() {
+    // 255 emoji are 510 UTF-16 units but 255 characters of a utf8mb4 column: they fit
+    ExtractedEvent e = ship(SHIP.replace("\"o-1\"", "\"" + "\uD83D\uDCE6".repeat(255) + "\""));
+
+    assertThat(e.entityId()).hasSize(510);
+  }
+
+  // ------------------------------------------------------------------------- blank key fields
+
+  @ParameterizedTest(name = "order_id {0}")
+  @CsvSource(delimiter = '|', value = {
+      "'\"\"'      | is empty",
+      "'\"  \"'    | is blank (whitespace only)",
+      "'\"\\t \\n\"' | is blank (whitespace only)"})
+  void entityIdBlank_missingFieldNotEntityEmpty(String json, String what) {
+    String value = SHIP.replace("\"order_id\": \"o-1\"", "\"order_id\": " + json);
+
+    Extraction.Failed f = failed(ORDERS.extract(null, bytes(value), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(f.detail()).isEqualTo("field 'entity-id' (/order_id) " + what);
+    assertThat(f.entityId()).isNull();
+    assertThat(ORDERS.entityIdOrNull(null, bytes(value), event("ship"))).isNull();
+  }
+
+  @Test
+  void businessKeyFieldWhitespace_missingFieldNamingTheField() {
+    String value = SHIP.replace("\"warehouse_id\": \"W1\"", "\"warehouse_id\": \" \"");
+
+    Extraction.Failed f = failed(ORDERS.extract(null, bytes(value), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(f.detail()).isEqualTo("field 'warehouse_id' (/warehouse_id) is blank (whitespace only)");
+    assertThat(f.entityId()).isEqualTo("o-1");
+    assertThat(f.event()).isEqualTo("ship");
+  }
+
+  @Test
+  void businessKeyFieldEmptyHeader_missingField() {
+    Extractor x = extractor(ORDER_ROUTE.replace("/batch_no]", "header:batch]"));
+    Headers h = event("ship").add("batch", new byte[0]);
+
+    Extraction.Failed f = failed(x.extract(null, bytes(SHIP), h));
+
+    assertThat(f.reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(f.detail()).isEqualTo("field 'batch' (header:batch) is empty");
+  }
+
+  @Test
+  void blankOrderId_twoRecords_neitherBecomesEntityEmpty() {
+    // before: both became entity '' and the second was dropped as ALREADY_APPLIED
+    String first = SHIP.replace("\"order_id\": \"o-1\"", "\"order_id\": \"\"");
+    String second = first.replace("\"s-9\"", "\"s-10\"");
+
+    assertThat(List.of(ORDERS.extract(null, bytes(first), event("ship")), ORDERS.extract(null, bytes(second), event("ship"))))
+        .allSatisfy(x -> assertThat(failed(x).reason()).isEqualTo(Reason.MISSING_FIELD));
+  }
+
+  // ------------------------------------------------------------------------- composite entity id
+
+  private static final Extractor LINES = extractor(ORDER_ROUTE.replace("entity-id: /order_id", "entity-id: [/order_id, /sku_id, /warehouse_id]"));
+
+  @Test
+  void compositeEntityId_isTheValuesJoinedByBar() {
+    ExtractedEvent e = ok(LINES.extract(null, bytes(SHIP), event("ship")));
+
+    assertThat(e.entityId()).isEqualTo("o-1|s-9|W1");
+    assertThat(e.businessKey()).isEqualTo("order_id=o-1, sku_id=s-9, warehouse_id=W1, batch_no=3");
+  }
+
+  @Test
+  void compositeEntityId_entityIdOrNullGivesTheSameCanonicalValue() {
+    String value = SHIP.replace("\"o-1\"", "\"o|1\\\\x\"");
+
+    ExtractedEvent e = ok(LINES.extract(null, bytes(value), event("ship")));
+
+    assertThat(e.entityId()).isEqualTo("o\\|1\\\\x|s-9|W1");
+    assertThat(LINES.entityIdOrNull(null, bytes(value), event("ship"))).isEqualTo(e.entityId());
+  }
+
+  @Test
+  void compositeEntityId_separatorInsideAValue_isEscapedSoSplitsStayApart() {
+    assertThat(Extractor.canonicalEntityId(List.of("a|b", "c"))).isEqualTo("a\\|b|c");
+    assertThat(Extractor.canonicalEntityId(List.of("a", "b|c"))).isEqualTo("a|b\\|c");
+    assertThat(Extractor.canonicalEntityId(List.of("a\\", "|c"))).isEqualTo("a\\\\|\\|c");
+    assertThat(Extractor.canonicalEntityId(List.of("a\\|", "c"))).isEqualTo("a\\\\\\||c");
+  }
+
+  @Test
+  void singleEntityIdField_isItsPlainValueEvenWithSeparators() {
+    assertThat(Extractor.canonicalEntityId(List.of("o|1\\"))).isEqualTo("o|1\\");
+    assertThat(ship(SHIP.replace("\"o-1\"", "\"o|1\"")).entityId()).isEqualTo("o|1");
+  }
+
+  @Test
+  void compositeEntityId_numberField_isItsJsonText() {
+    Extractor x = extractor(ORDER_ROUTE.replace("entity-id: /order_id", "entity-id: [/order_id, /batch_no]"));
+
+    assertThat(ok(x.extract(null, bytes(SHIP), event("ship"))).entityId()).isEqualTo("o-1|3");
+  }
+
+  @Test
+  void compositeEntityId_twoWarehouses_areTwoEntities() {
+    ExtractedEvent w1 = ok(LINES.extract(null, bytes(SHIP), event("ship")));
+    ExtractedEvent w2 = ok(LINES.extract(null, bytes(SHIP.replace("\"W1\"", "\"W2\"")), event("ship")));
+
+    assertThat(w1.entityId()).isNotEqualTo(w2.entityId());
+  }
+
+  @Test
+  void compositeEntityId_whitespaceWarehouse_missingFieldNamingIt() {
+    String value = SHIP.replace("\"warehouse_id\": \"W1\"", "\"warehouse_id\": \"   \"");
+
+    Extraction.Failed f = failed(LINES.extract(null, bytes(value), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(f.detail()).isEqualTo("field 'warehouse_id' (/warehouse_id) is blank (whitespace only)");
+    assertThat(f.entityId()).isNull();
+    assertThat(LINES.entityIdOrNull(null, bytes(value), event("ship"))).isNull();
+  }
+
+  @Test
+  void compositeEntityId_fieldMissing_missingFieldNamingIt() {
+    Extraction.Failed f = failed(LINES.extract(null, bytes(SHIP.replace("\"sku_id\": \"s-9\", ", "")), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MISSING_FIELD);
+    assertThat(f.detail()).isEqualTo("field 'sku_id' (/sku_id) is missing or null");
+  }
+
+  @Test
+  void compositeEntityId_longerThan255AfterJoining_malformedNamingTheFields() {
+    // each part fits, the joined id (2 x 127 + 2 separators + "W1") is 258 characters
+    String value = SHIP.replace("\"o-1\"", "\"" + "o".repeat(127) + "\"").replace("\"s-9\"", "\"" + "s".repeat(127) + "\"");
+
+    Extraction.Failed f = failed(LINES.extract(null, bytes(value), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).isEqualTo("entity id (order_id, sku_id, warehouse_id) is 258 characters long; at most 255 fit og_entity.entity_id");
+    assertThat(f.entityId()).isNull();
+  }
+
+  @Test
+  void compositeEntityId_exactly255_isAccepted() {
+    String value = SHIP.replace("\"o-1\"", "\"" + "o".repeat(126) + "\"").replace("\"s-9\"", "\"" + "s".repeat(125) + "\"");
+
+    assertThat(ok(LINES.extract(null, bytes(value), event("ship"))).entityId()).hasSize(255);
   }
 
   // ------------------------------------------------------------------------- routes without a machine
