@@ -50,7 +50,7 @@ public final class Guard implements AutoCloseable {
    * How long an owner row stays alive without a heartbeat: a crashed process's claims are taken
    * over this long after its last heartbeat, not after their (much longer) leases.
    */
-  public static final Duration OWNER_TTL = Duration.ofSeconds(4);
+  public static final Duration OWNER_TTL = Duration.ofSeconds(5);
   /** Times one claim is run from the start again after a race made its facts stale. */
   static final int MAX_CLAIM_RACES = 5;
   /** Times one store step is run again at once after it lost to another transaction. */

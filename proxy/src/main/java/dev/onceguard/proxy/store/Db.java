@@ -31,6 +31,11 @@ public final class Db implements AutoCloseable {
   static final Duration WORK_TIMEOUT = Duration.ofSeconds(15);
 
   private final ConnectionPool pool;
+  /**
+   * One connection of its own for liveness (the owner heartbeat): queued behind claims in a
+   * saturated pool, a heartbeat would arrive late and make a busy process look dead.
+   */
+  private final ConnectionPool control;
   /** Statements sent, BEGIN/COMMIT/ROLLBACK included: the round trips the guard costs. */
   private static final java.util.concurrent.atomic.LongAdder ROUND_TRIPS = new java.util.concurrent.atomic.LongAdder();
 
@@ -53,10 +58,16 @@ public final class Db implements AutoCloseable {
     if (!cfg.password().isEmpty()) {
       b.password(cfg.password());
     }
-    ConnectionPoolConfiguration pc = ConnectionPoolConfiguration.builder(MySqlConnectionFactory.from(b.build()))
-        .name("onceguard-mysql")
+    MySqlConnectionFactory factory = MySqlConnectionFactory.from(b.build());
+    this.pool = new ConnectionPool(poolConfig(factory, "onceguard-mysql", cfg.poolSize()));
+    this.control = new ConnectionPool(poolConfig(factory, "onceguard-mysql-control", 1));
+  }
+
+  private static ConnectionPoolConfiguration poolConfig(MySqlConnectionFactory factory, String name, int size) {
+    return ConnectionPoolConfiguration.builder(factory)
+        .name(name)
         .initialSize(0)
-        .maxSize(cfg.poolSize())
+        .maxSize(size)
         .maxIdleTime(Duration.ofMinutes(5))
         .maxAcquireTime(Duration.ofSeconds(10))
         .maxCreateConnectionTime(Duration.ofSeconds(5))
@@ -74,7 +85,6 @@ public final class Db implements AutoCloseable {
             .then(Mono.from(c.createStatement("SET SESSION time_zone = '+00:00'").execute()))
             .flatMap(r -> Mono.from(r.getRowsUpdated())).then())
         .build();
-    this.pool = new ConnectionPool(pc);
   }
 
   /** Raised inside work when an INSERT hit a unique key; the transaction is rolled back. */
@@ -108,6 +118,13 @@ public final class Db implements AutoCloseable {
    */
   public <T> Mono<T> atomically(boolean severalStatements, Function<Connection, Mono<T>> work) {
     return severalStatements ? inTransaction(work) : autocommit(work);
+  }
+
+  /** Runs {@code work} in autocommit on the control connection, which the work pool cannot starve. */
+  public <T> Mono<T> control(Function<Connection, Mono<T>> work) {
+    return Mono.usingWhen(control.create(), c -> Mono.defer(() -> work.apply(c)), Connection::close)
+        .timeout(WORK_TIMEOUT)
+        .onErrorMap(Db::classify);
   }
 
   /** Runs {@code work} on a connection in autocommit mode. */
@@ -206,6 +223,10 @@ public final class Db implements AutoCloseable {
 
   @Override
   public void close() {
-    pool.disposeLater().block(Duration.ofSeconds(10));
+    try {
+      control.disposeLater().block(Duration.ofSeconds(5));
+    } finally {
+      pool.disposeLater().block(Duration.ofSeconds(10));
+    }
   }
 }
