@@ -19,6 +19,7 @@ import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.time.ExecutorScheduler;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
@@ -39,6 +40,8 @@ public final class GuardRuntime implements AutoCloseable {
   private final Guard guard;
   private final Escalator escalator;
   private final PullHub pullHub;
+  /** Pull-mode handler timeouts. */
+  private final ExecutorScheduler apiTimer;
   private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
@@ -62,7 +65,8 @@ public final class GuardRuntime implements AutoCloseable {
     }
     this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
-    this.pullHub = new PullHub(config);
+    this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
+    this.pullHub = new PullHub(config, apiTimer);
     // the decision log is bounded: rows older than mysql.decision-retention go, in small batches
     this.housekeeping = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "onceguard-housekeeping");
@@ -134,6 +138,7 @@ public final class GuardRuntime implements AutoCloseable {
     housekeeping.shutdownNow();
     try {
       pullHub.close();
+      apiTimer.close();
       escalator.close();
     } finally {
       guard.close(); // closes the cache and the store (and with it the pool)
