@@ -40,7 +40,7 @@ public final class GuardRuntime implements AutoCloseable {
   private final Guard guard;
   private final Escalator escalator;
   private final PullHub pullHub;
-  /** Pull-mode handler timeouts. */
+  /** Pull-mode handler timeouts and Guard API lease ends. */
   private final ExecutorScheduler apiTimer;
   private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
@@ -75,7 +75,7 @@ public final class GuardRuntime implements AutoCloseable {
     });
     long retention = config.mysql().decisionRetention().toMillis();
     housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
-    this.guardService = new GuardService(config, guard);
+    this.guardService = new GuardService(config, guard, apiTimer);
     log.info("guard ready: owner {}", owner);
   }
 
