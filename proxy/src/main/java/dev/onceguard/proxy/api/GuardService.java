@@ -7,10 +7,12 @@ import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
 import dev.onceguard.proxy.guard.Claim;
 import dev.onceguard.proxy.guard.ClaimResult;
+import dev.onceguard.proxy.guard.ContentionException;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.guard.Source;
 import dev.onceguard.proxy.guard.StoreUnavailableException;
 import dev.onceguard.proxy.guard.Verdicts;
+import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.CompleteRequest;
 import dev.onceguard.v1.CompleteResponse;
 import dev.onceguard.v1.ExplainRequest;
@@ -26,9 +28,11 @@ import dev.onceguard.v1.Verdict;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -36,24 +40,32 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 /**
  * The synchronous {@code Guard} API: the same guard as the Kafka path, for callers outside Kafka.
  * Verdicts are response data; transient conditions are status codes — {@code ABORTED} for an
- * entity that is busy or not yet in a from-state (retry later), {@code UNAVAILABLE} for a store
- * outage, {@code INVALID_ARGUMENT} for an unknown route, {@code NOT_FOUND} for an unknown or
- * expired claim token.
+ * entity that is busy or not yet in a from-state, or a store transaction that lost a race (retry
+ * the call), {@code UNAVAILABLE} for a store outage, {@code INVALID_ARGUMENT} for an unknown route,
+ * {@code NOT_FOUND} for an unknown or expired claim token.
  *
- * <p>Claim tokens live in this process only; an unfinished claim expires with its lease, after
- * which a Submit with the same {@code request_id} takes it over (flagged {@code redelivery}).
- * Thread-safe; handlers never block.
+ * <p>Claim tokens live in this process only; an unfinished claim expires with its lease: a timer
+ * forgets its token at lease end, after which a Submit with the same {@code request_id} takes it
+ * over (flagged {@code redelivery}). Thread-safe; handlers never block.
  */
 public final class GuardService extends GuardGrpc.GuardImplBase {
   private final Guard guard;
+  private final Scheduler timer;
   private final Map<String, RouteConfig> routes = new HashMap<>();
   private final Map<String, Extractor> extractors = new HashMap<>();
-  private final Map<String, Claim> claims = new ConcurrentHashMap<>();
+  /** Accepted claims by token, until completed or their lease ends. */
+  private final Map<String, Outstanding> claims = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
-  private final java.util.concurrent.atomic.AtomicLong submits = new java.util.concurrent.atomic.AtomicLong();
 
-  public GuardService(SidecarConfig config, Guard guard) {
+  /** A claim awaiting its Complete, and the timer that forgets it when its lease ends. */
+  private record Outstanding(Claim claim, CompletableFuture<Void> expiry) {}
+
+  /**
+   * Uses, does not own, {@code guard} (and its clock, for leases) and {@code timer} (lease ends).
+   */
+  public GuardService(SidecarConfig config, Guard guard, Scheduler timer) {
     this.guard = guard;
+    this.timer = timer;
     for (RouteConfig r : config.routes()) {
       routes.put(r.name(), r);
       extractors.put(r.name(), new Extractor(r, r.machine() == null ? null : config.machines().get(r.machine())));
@@ -93,14 +105,9 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         return;
       }
       if (r instanceof ClaimResult.Accepted a) {
-        if (submits.incrementAndGet() % 256 == 0) {
-          // callers that never complete: their claims expire with the lease; forget the tokens
-          long now = guard.clock().nowMillis();
-          claims.values().removeIf(old -> old.leaseUntilMillis() < now && forget(old));
-        }
-        String t = HexFormat.of().formatHex(token(16));
-        claims.put(t, a.claim());
         Claim c = a.claim();
+        String t = HexFormat.of().formatHex(token(16));
+        hold(t, c);
         out.onNext(SubmitResponse.newBuilder().setVerdict(a.verdict()).setClaimToken(t).setLeaseUntilMs(c.leaseUntilMillis())
             .setFromState(c.fromState() == null ? "" : c.fromState()).setToState(c.toState() == null ? "" : c.toState())
             .setRedelivery(c.redelivery()).build());
@@ -126,13 +133,20 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
 
   @Override
   public void complete(CompleteRequest req, StreamObserver<CompleteResponse> out) {
-    Claim c = claims.remove(req.getClaimToken());
-    if (c == null) {
-      out.onError(Status.NOT_FOUND.withDescription("unknown or already completed claim token").asRuntimeException());
+    if (req.getOutcome() != HandleResult.Outcome.OK && req.getOutcome() != HandleResult.Outcome.REJECT) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("outcome must be OK or REJECT").asRuntimeException());
       return;
     }
-    if (c.leaseUntilMillis() < guard.clock().nowMillis()) {
-      guard.release(c);
+    String token = req.getClaimToken();
+    Outstanding o = claims.remove(token);
+    if (o == null) {
+      out.onError(Status.NOT_FOUND.withDescription("unknown, expired or already completed claim token").asRuntimeException());
+      return;
+    }
+    Claim c = o.claim();
+    if (leaseOver(c, guard.clock().nowMillis())) {
+      // its timer has not fired yet
+      forget(o);
       out.onError(Status.NOT_FOUND.withDescription("claim expired at " + c.leaseUntilMillis() + " ms since the epoch").asRuntimeException());
       return;
     }
@@ -144,9 +158,12 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     if (req.getOutcome() == HandleResult.Outcome.OK) {
       guard.confirm(route, c).whenComplete((ok, err) -> {
         if (err != null) {
-          claims.put(req.getClaimToken(), c); // let the caller retry the Complete
+          restore(token, o); // let the caller retry the Complete
           out.onError(statusOf(err).asRuntimeException());
-        } else if (!ok) {
+          return;
+        }
+        o.expiry().cancel(false);
+        if (!ok) {
           out.onError(Status.NOT_FOUND.withDescription("claim was taken over after its lease expired").asRuntimeException());
         } else {
           out.onNext(CompleteResponse.newBuilder().setVerdict(Verdicts.of(vb.setCurrentState(c.toState() == null ? "" : c.toState()),
@@ -154,12 +171,15 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
           out.onCompleted();
         }
       });
-    } else if (req.getOutcome() == HandleResult.Outcome.REJECT) {
+    } else {
       guard.abort(c).whenComplete((ok, err) -> {
         if (err != null) {
-          claims.put(req.getClaimToken(), c);
+          restore(token, o);
           out.onError(statusOf(err).asRuntimeException());
-        } else if (!ok) {
+          return;
+        }
+        o.expiry().cancel(false);
+        if (!ok) {
           out.onError(Status.NOT_FOUND.withDescription("claim was taken over after its lease expired").asRuntimeException());
         } else {
           Verdict v = Verdicts.escalate(vb.setCurrentState(c.fromState() == null ? "" : c.fromState()), Layer.BUSINESS, Reason.BUSINESS_REJECTED,
@@ -169,10 +189,12 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
           out.onCompleted();
         }
       });
-    } else {
-      claims.put(req.getClaimToken(), c);
-      out.onError(Status.INVALID_ARGUMENT.withDescription("outcome must be OK or REJECT").asRuntimeException());
     }
+  }
+
+  /** Claims accepted through this API and not yet completed, aborted or expired. */
+  int heldClaims() {
+    return claims.size();
   }
 
   @Override
@@ -199,21 +221,57 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
   }
 
   /**
-   * Releases this process's expired claims on one key; true if there was one. A Kafka record
-   * whose claim expires is redelivered by Kafka, but nothing redelivers a submission whose caller
-   * went away, so an expired, never completed claim must not keep its key "active in this
-   * process" (the guard would then answer "busy" to the caller's retry until the next sweep).
-   * Scans the tokens, so it runs only when a claim was refused.
+   * Keeps an accepted claim under {@code token} until it is completed or its lease ends. Nothing
+   * redelivers a submission whose caller went away (Kafka would redeliver a record), so at lease
+   * end the token is forgotten and the claim released here: the key must not stay "active in this
+   * process", or the guard would answer "busy" to the caller's retry.
+   */
+  private void hold(String token, Claim c) {
+    CompletableFuture<Void> expiry = timer.delay(Duration.ofMillis(c.leaseUntilMillis() - guard.clock().nowMillis())).toCompletableFuture();
+    Outstanding o = new Outstanding(c, expiry);
+    claims.put(token, o);
+    expiry.thenRun(() -> expire(token, o));
+  }
+
+  /** Puts back a claim whose Complete failed; its lease may have ended meanwhile. */
+  private void restore(String token, Outstanding o) {
+    claims.put(token, o);
+    if (o.expiry().isDone()) {
+      expire(token, o);
+    }
+  }
+
+  private void expire(String token, Outstanding o) {
+    if (claims.remove(token, o)) {
+      guard.release(o.claim());
+    }
+  }
+
+  private void forget(Outstanding o) {
+    o.expiry().cancel(false);
+    guard.release(o.claim());
+  }
+
+  /**
+   * Releases this process's expired claims on one key whose timer has not fired yet; true if
+   * there was one. Scans the tokens, so it runs only when a claim was refused.
    */
   private boolean releaseExpired(String route, String dedupKey) {
     long now = guard.clock().nowMillis();
-    return claims.values().removeIf(c -> c.leaseUntilMillis() < now && c.route().equals(route) && c.dedupKey().equals(dedupKey)
-        && forget(c));
+    boolean released = false;
+    for (Map.Entry<String, Outstanding> e : claims.entrySet()) {
+      Claim c = e.getValue().claim();
+      if (leaseOver(c, now) && c.route().equals(route) && c.dedupKey().equals(dedupKey) && claims.remove(e.getKey(), e.getValue())) {
+        forget(e.getValue());
+        released = true;
+      }
+    }
+    return released;
   }
 
-  private boolean forget(Claim c) {
-    guard.release(c);
-    return true;
+  /** Like the store: a lease is live while {@code leaseUntil > now}. */
+  private static boolean leaseOver(Claim c, long nowMillis) {
+    return c.leaseUntilMillis() <= nowMillis;
   }
 
   private byte[] token(int bytes) {
@@ -222,11 +280,21 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     return b;
   }
 
+  /**
+   * Transient store failures by type, wherever they sit in the cause chain (stages wrap them in
+   * {@link CompletionException}, possibly more than once).
+   */
   private static Status statusOf(Throwable err) {
-    Throwable t = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
-    if (t instanceof StoreUnavailableException) {
-      return Status.UNAVAILABLE.withDescription(t.getMessage());
+    for (Throwable t = err; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof ContentionException) {
+        return Status.ABORTED.withDescription("lost a race with a concurrent transaction in the store (" + t.getMessage() + "); retry the call")
+            .withCause(t);
+      }
+      if (t instanceof StoreUnavailableException) {
+        return Status.UNAVAILABLE.withDescription(t.getMessage()).withCause(t);
+      }
     }
-    return Status.INTERNAL.withDescription(t.toString());
+    Throwable t = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+    return Status.INTERNAL.withDescription(t.toString()).withCause(t);
   }
 }

@@ -4,6 +4,7 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
+import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.Ack;
 import dev.onceguard.v1.DeliveriesGrpc;
 import dev.onceguard.v1.Delivery;
@@ -20,10 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,13 +31,16 @@ import org.slf4j.LoggerFactory;
  * in its window, and completes the dispatch with the subscriber's ack (OK / RETRY / REJECT drive
  * confirm / retry / abort like push mode).
  *
- * <p>A delivery sent to a stream that ends, or not acknowledged within the route's
- * {@code handler-timeout}, goes back to the front of the queue, flagged {@code redelivery = true},
- * for the next subscriber; a late ack for it is ignored. While a route has no subscriber its
- * deliveries wait — their partitions fill their in-flight bound and pause.
+ * <p>A delivery sent to a stream that ends (error, cancel, completion) before acknowledging it, or
+ * not acknowledged within the route's {@code handler-timeout}, is a failed attempt that the
+ * business may have seen: its dispatch completes with {@link DispatchResult#retry(String)}
+ * ({@code maybeDelivered}). The processor counts it towards {@code retry.max-attempts}, backs off
+ * and dispatches the next attempt flagged {@code redelivery = true}, which goes to whichever
+ * subscriber has room then; a late ack for the failed one is ignored. While a route has no
+ * subscriber its deliveries wait — their partitions fill their in-flight bound and pause.
  *
  * <p>Thread-safe: each route's state is guarded by its own lock; sends happen under it (gRPC
- * stream observers are not thread-safe).
+ * stream observers are not thread-safe); dispatch futures are completed after it is released.
  */
 public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PullHub.class);
@@ -48,13 +48,11 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
   public static final int DEFAULT_WINDOW = 32;
 
   private final Map<String, RouteHub> hubs = new HashMap<>();
-  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "onceguard-pull-timer");
-    t.setDaemon(true);
-    return t;
-  });
+  private final Scheduler timer;
 
-  public PullHub(SidecarConfig config) {
+  /** Uses, does not own, {@code timer} (handler timeouts); close the hub before the timer. */
+  public PullHub(SidecarConfig config, Scheduler timer) {
+    this.timer = timer;
     for (RouteConfig r : config.routes()) {
       if (r.mode() == RouteConfig.Mode.PULL) {
         hubs.put(r.name(), new RouteHub(r));
@@ -137,15 +135,21 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     };
   }
 
-  /** One queued or outstanding delivery. */
+  /** One queued or outstanding delivery: one attempt of the processor. */
   private static final class Pending {
-    Delivery delivery;
+    final Delivery delivery;
     final CompletableFuture<DispatchResult> result = new CompletableFuture<>();
     Subscriber sentTo;
-    ScheduledFuture<?> timeout;
+    CompletableFuture<Void> timeout;
 
     Pending(Delivery d) {
       this.delivery = d;
+    }
+
+    void stopTimer() {
+      if (timeout != null) {
+        timeout.cancel(false);
+      }
     }
   }
 
@@ -196,6 +200,11 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     }
   }
 
+  /**
+   * One pull route. Every field is guarded by the instance's lock. Futures are completed after the
+   * lock is released: their continuations (the processor's next step) may dispatch again, take
+   * locks of their own or run long, and must never do so while this hub's lock is held.
+   */
   private final class RouteHub implements Dispatcher {
     final RouteConfig route;
     final ArrayDeque<Pending> queue = new ArrayDeque<>();
@@ -212,70 +221,105 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
       synchronized (this) {
         queue.addLast(p);
       }
-      // a cancelled dispatch (record abandoned) leaves the queue
+      // a cancelled dispatch (record abandoned) leaves the queue and frees its window slot
       p.result.whenComplete((r, e) -> {
         if (e != null) {
-          synchronized (this) {
-            queue.remove(p);
-          }
+          withdraw(p);
         }
       });
       pump();
       return p.result;
     }
 
-    synchronized void add(Subscriber s) {
-      s.hub = this;
-      subscribers.add(s);
-      log.info("route {}: subscriber '{}' connected (window {}), {} connected", route.name(), s.name, s.window, subscribers.size());
+    void add(Subscriber s) {
+      synchronized (this) {
+        s.hub = this;
+        subscribers.add(s);
+        log.info("route {}: subscriber '{}' connected (window {}), {} connected", route.name(), s.name, s.window, subscribers.size());
+      }
       pump();
     }
 
+    /**
+     * The stream ended: each unacknowledged delivery is a finished attempt that the business may
+     * have seen (it may have crashed applying it). Reporting it as such lets the processor count
+     * it towards {@code retry.max-attempts} — a record that kills every subscriber is escalated
+     * instead of pinning its entity forever — and send the next attempt flagged
+     * {@code redelivery}, to whichever subscriber is then connected.
+     */
     void remove(Subscriber s, String why) {
+      List<Pending> unacked;
       synchronized (this) {
         if (!subscribers.remove(s)) {
           return;
         }
-        // unacknowledged deliveries go back first in line, flagged: the business may have seen them
-        List<Pending> back = new ArrayList<>(s.outstanding.values());
+        unacked = new ArrayList<>(s.outstanding.values());
         s.outstanding.clear();
-        for (int i = back.size() - 1; i >= 0; i--) {
-          Pending p = back.get(i);
-          if (p.timeout != null) {
-            p.timeout.cancel(false);
-          }
-          if (!p.result.isDone()) {
-            p.delivery = p.delivery.toBuilder().setRedelivery(true).build();
-            p.sentTo = null;
-            queue.addFirst(p);
-          }
-        }
-        log.info("route {}: subscriber '{}' left ({}); {} unacknowledged deliveries requeued", route.name(), s.name, why, back.size());
+        unacked.forEach(Pending::stopTimer);
+        log.info("route {}: subscriber '{}' left ({}); {} unacknowledged deliveries count as failed attempts", route.name(), s.name, why,
+            unacked.size());
       }
+      DispatchResult r = DispatchResult.retry("subscriber '" + s.name + "' left without acknowledging (" + why + ")");
+      unacked.forEach(p -> p.result.complete(r));
       pump();
     }
 
-    synchronized void ack(Subscriber s, Ack ack) {
-      Pending p = s.outstanding.remove(ack.getDeliveryId());
-      if (p == null) {
-        return; // unknown, timed out or already acked: ignore
+    void ack(Subscriber s, Ack ack) {
+      Pending p;
+      synchronized (this) {
+        p = s.outstanding.remove(ack.getDeliveryId());
+        if (p == null) {
+          return; // unknown, timed out, already acked, or its stream already ended: ignore
+        }
+        p.stopTimer();
       }
-      if (p.timeout != null) {
-        p.timeout.cancel(false);
-      }
-      DispatchResult r = switch (ack.getResult().getOutcome()) {
+      p.result.complete(switch (ack.getResult().getOutcome()) {
         case OK -> DispatchResult.ok();
         case REJECT -> DispatchResult.reject(ack.getResult().getMessage());
         case RETRY -> DispatchResult.retry(ack.getResult().getMessage(),
             Duration.ofMillis(Integer.toUnsignedLong(ack.getResult().getRetryAfterMs())));
         default -> DispatchResult.retry("subscriber acked without an outcome");
-      };
-      p.result.complete(r);
+      });
+      pump();
+    }
+
+    void expire(Subscriber s, Pending p) {
+      synchronized (this) {
+        if (!s.outstanding.remove(p.delivery.getDeliveryId(), p)) {
+          return;
+        }
+      }
+      log.warn("route {}: delivery {} not acknowledged by '{}' within {} ms; retrying it", route.name(),
+          p.delivery.getDeliveryId(), s.name, route.handlerTimeout().toMillis());
+      // like a push deadline: the attempt may have been seen; the processor backs off, flags the
+      // next attempt as a redelivery and gives up after retry.max-attempts
+      p.result.complete(DispatchResult.retry("not acknowledged within " + route.handlerTimeout().toMillis() + " ms"));
+      pump();
+    }
+
+    /** The processor abandoned the attempt. */
+    void withdraw(Pending p) {
+      synchronized (this) {
+        queue.remove(p);
+        if (p.sentTo != null) {
+          p.sentTo.outstanding.remove(p.delivery.getDeliveryId(), p);
+        }
+        p.stopTimer();
+      }
       pump();
     }
 
     /** Sends queued deliveries to subscribers with room, round robin. */
-    synchronized void pump() {
+    void pump() {
+      List<Pending> due = new ArrayList<>();
+      synchronized (this) {
+        sendQueued(due);
+      }
+      // a handler-timeout of zero: expired as soon as sent, handled like any expiry (unlocked)
+      due.forEach(p -> expire(p.sentTo, p));
+    }
+
+    private void sendQueued(List<Pending> due) {
       while (!queue.isEmpty() && !subscribers.isEmpty()) {
         Subscriber target = null;
         for (int i = 0; i < subscribers.size(); i++) {
@@ -296,26 +340,19 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
         p.sentTo = target;
         target.outstanding.put(p.delivery.getDeliveryId(), p);
         Subscriber t = target;
-        p.timeout = timer.schedule(() -> expire(t, p), route.handlerTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        p.timeout = timer.delay(route.handlerTimeout()).toCompletableFuture();
+        if (p.timeout.isDone()) {
+          due.add(p);
+        } else {
+          p.timeout.thenRun(() -> expire(t, p));
+        }
         try {
           target.stream.onNext(p.delivery);
         } catch (RuntimeException e) {
-          // the stream broke under us: the cancel handler requeues what it held
+          // the stream broke under us: its cancel handler ends the attempts it held
           log.debug("route {}: send failed: {}", route.name(), e.toString());
         }
       }
-    }
-
-    synchronized void expire(Subscriber s, Pending p) {
-      if (s.outstanding.remove(p.delivery.getDeliveryId()) == null || p.result.isDone()) {
-        return;
-      }
-      log.warn("route {}: delivery {} not acknowledged by '{}' within {} ms; retrying it", route.name(),
-          p.delivery.getDeliveryId(), s.name, route.handlerTimeout().toMillis());
-      // like a push deadline: the attempt may have been seen; the processor backs off, flags the
-      // next attempt as a redelivery and gives up after retry.max-attempts
-      p.result.complete(DispatchResult.retry("not acknowledged within " + route.handlerTimeout().toMillis() + " ms"));
-      pump();
     }
 
     @Override
@@ -324,16 +361,18 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     }
   }
 
+  /**
+   * Ends every stream (their unacknowledged deliveries complete as failed attempts), then answers
+   * every queued delivery: never sent, the business cannot have seen it.
+   */
   @Override
   public void close() {
-    timer.shutdownNow();
     List<Subscriber> all = new ArrayList<>();
     for (RouteHub h : hubs.values()) {
       synchronized (h) {
         all.addAll(h.subscribers);
       }
     }
-    // first end the streams (what they held is requeued), then answer everything queued
     all.forEach(s -> s.fail(Status.UNAVAILABLE.withDescription("sidecar stopping")));
     for (RouteHub h : hubs.values()) {
       List<Pending> left;
@@ -341,7 +380,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
         left = new ArrayList<>(h.queue);
         h.queue.clear();
       }
-      left.forEach(p -> p.result.complete(DispatchResult.retry("sidecar stopping")));
+      left.forEach(p -> p.result.complete(DispatchResult.businessDown("sidecar stopping")));
     }
   }
 }

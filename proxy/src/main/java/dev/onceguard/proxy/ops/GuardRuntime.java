@@ -19,6 +19,7 @@ import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.time.ExecutorScheduler;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
@@ -39,6 +40,8 @@ public final class GuardRuntime implements AutoCloseable {
   private final Guard guard;
   private final Escalator escalator;
   private final PullHub pullHub;
+  /** Pull-mode handler timeouts and Guard API lease ends. */
+  private final ExecutorScheduler apiTimer;
   private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
@@ -63,7 +66,8 @@ public final class GuardRuntime implements AutoCloseable {
     }
     this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
-    this.pullHub = new PullHub(config);
+    this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
+    this.pullHub = new PullHub(config, apiTimer);
     // the decision log is bounded: rows older than mysql.decision-retention go, in small batches
     this.housekeeping = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "onceguard-housekeeping");
@@ -76,7 +80,7 @@ public final class GuardRuntime implements AutoCloseable {
         java.util.concurrent.TimeUnit.MILLISECONDS);
     long retention = config.mysql().decisionRetention().toMillis();
     housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
-    this.guardService = new GuardService(config, guard);
+    this.guardService = new GuardService(config, guard, apiTimer);
     log.info("guard ready: owner {}", owner);
   }
 
@@ -165,6 +169,7 @@ public final class GuardRuntime implements AutoCloseable {
     }
     try {
       pullHub.close();
+      apiTimer.close();
       escalator.close();
     } finally {
       guard.close(); // closes the cache and the store (and with it the pool)
