@@ -54,6 +54,8 @@ public final class ConfigReader {
   public static final Duration DEFAULT_EARLY_ARRIVAL_RETRY = Duration.ofMillis(200);
   public static final int DEFAULT_MAX_IN_FLIGHT_PER_PARTITION = 64;
   public static final int DEFAULT_MAX_IN_FLIGHT = 512;
+  /** The default uncommitted bound of a partition, in multiples of its in-flight bound. */
+  public static final int DEFAULT_MAX_UNCOMMITTED_FACTOR = 10;
   public static final int DEFAULT_REORDER_WINDOW = 4;
   public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
   public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(10);
@@ -388,6 +390,10 @@ public final class ConfigReader {
     }
     int perPartition = n.intRange("max-in-flight-per-partition", DEFAULT_MAX_IN_FLIGHT_PER_PARTITION, 1, 100_000);
     int total = n.intRange("max-in-flight", DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
+    int uncommitted = n.intRange("max-uncommitted-per-partition", DEFAULT_MAX_UNCOMMITTED_FACTOR * perPartition, 1, 10_000_000);
+    if (uncommitted < perPartition) {
+      throw n.error("max-uncommitted-per-partition", uncommitted + " is below max-in-flight-per-partition (" + perPartition + ")");
+    }
     // the default shrinks with a small per-partition bound; an explicit value must fit in it
     int reorderWindow = n.intRange("reorder-window", Math.min(DEFAULT_REORDER_WINDOW, perPartition), 1, 64);
     if (reorderWindow > perPartition) {
@@ -405,7 +411,7 @@ public final class ConfigReader {
     n.done();
     return new RouteConfig(name, List.copyOf(topics), group, machine, entity, event, List.copyOf(key), List.copyOf(fp),
         List.copyOf(fpExclude), mode, target, handlerTimeout, ttl, lease, early, earlyRetry, esc, verdict, perPartition, total,
-        reorderWindow, retry);
+        uncommitted, reorderWindow, retry);
   }
 
   private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h|d)");

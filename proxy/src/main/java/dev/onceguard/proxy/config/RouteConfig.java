@@ -20,6 +20,9 @@ import java.util.List;
  * @param target {@code host:port} of the business's MessageHandler (push mode)
  * @param escalationTopic where ILLEGAL_TRANSITION_ESCALATE records go
  * @param verdictTopic optional topic receiving every verdict; {@code null} for none
+ * @param maxUncommittedPerPartition a partition pauses while this many of its records are taken and
+ *     not committable (at or after its oldest unfinished one), so that a stuck record bounds what a
+ *     crash replays
  * @param reorderWindow records of one entity (per partition) that may be in process at once while
  *     the earlier ones wait as early arrivals, so that a swapped pair heals; 1 keeps strict
  *     per-entity offset order
@@ -45,6 +48,7 @@ public record RouteConfig(
     String verdictTopic,
     int maxInFlightPerPartition,
     int maxInFlight,
+    int maxUncommittedPerPartition,
     int reorderWindow,
     RetryConfig retry) {
 

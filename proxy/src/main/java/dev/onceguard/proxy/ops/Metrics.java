@@ -5,6 +5,8 @@ import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.v1.Verdict;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -15,18 +17,21 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The sidecar's metrics: every final verdict counted as
  * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, the record's age at its
  * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}}, gauges registered with
- * {@link #gauge}, and the JVM's memory and threads. {@link #snapshot()} renders the verdict
+ * {@link #gauge} and, per partition, {@link #partitionGauge}, and the JVM's memory and threads. {@link #snapshot()} renders the verdict
  * counts for the periodic log line; {@link #serve} exposes everything as Prometheus text on
  * {@code GET /metrics} through the JDK's HTTP server. Thread-safe; owns the server it starts.
  */
@@ -36,6 +41,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
   /** {@code "route DISPOSITION"} -> record age at its verdict. */
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
+  /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
+  private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
   private HttpServer server;
 
   public Metrics() {
@@ -48,7 +55,7 @@ public final class Metrics implements VerdictListener, AutoCloseable {
     int colon = hostPort.lastIndexOf(':');
     server = HttpServer.create(new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))), 0);
     server.createContext("/metrics", ex -> {
-      byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
+      byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
       ex.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       ex.sendResponseHeaders(200, body.length);
       try (OutputStream out = ex.getResponseBody()) {
@@ -67,6 +74,21 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   /** Registers a gauge of one route, tagged {@code route}. */
   public void gauge(String name, String description, String route, Supplier<Number> value) {
     Gauge.builder(name, value).description(description).tag("route", route).register(registry);
+  }
+
+  /**
+   * Registers a gauge of one route with a row per partition, tagged {@code route}, {@code topic} and
+   * {@code partition}. {@code values} is read at each scrape and gives the partitions the route has
+   * now; rows of partitions no longer given disappear.
+   *
+   * @param baseUnit e.g. {@code "seconds"} (appended to the Prometheus name), or {@code null}
+   */
+  public void partitionGauge(String name, String description, String baseUnit, String route,
+      Supplier<Map<TopicPartition, ? extends Number>> values) {
+    MultiGauge g = MultiGauge.builder(name).description(description).baseUnit(baseUnit).tag("route", route).register(registry);
+    partitionRows.add(() -> g.register(values.get().entrySet().stream()
+        .map(e -> MultiGauge.Row.of(Tags.of("topic", e.getKey().topic(), "partition", Integer.toString(e.getKey().partition())), e.getValue()))
+        .toList(), true));
   }
 
   @Override
@@ -104,7 +126,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   }
 
   /** The Prometheus text, as served. */
-  public String scrape() {
+  public synchronized String scrape() {
+    partitionRows.forEach(Runnable::run);
     return registry.scrape();
   }
 

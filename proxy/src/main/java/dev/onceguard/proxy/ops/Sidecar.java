@@ -22,12 +22,14 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -171,8 +173,9 @@ public final class Sidecar implements AutoCloseable {
   }
 
   /**
-   * Registers per-route gauges: records in flight, held in memory, and paused partitions. They
-   * read 0 while the route is not running.
+   * Registers per-route gauges: records in flight, held in memory, and paused partitions (they read
+   * 0 while the route is not running); and per assigned partition, its uncommitted records and the
+   * age of its oldest unfinished record (no rows while the route is not running).
    */
   public void registerGauges(Metrics metrics) {
     for (RouteConfig rc : config.routes()) {
@@ -181,9 +184,27 @@ public final class Sidecar implements AutoCloseable {
           () -> read(route, RouteConsumer::running));
       metrics.gauge("onceguard.route.held", "records held in memory, started or waiting for their turn", route,
           () -> read(route, RouteConsumer::held));
-      metrics.gauge("onceguard.route.paused.partitions", "partitions paused at their in-flight bound (backpressure)", route,
+      metrics.gauge("onceguard.route.paused.partitions", "partitions paused at their in-flight or uncommitted bound (backpressure)", route,
           () -> read(route, RouteConsumer::pausedPartitions));
+      metrics.partitionGauge("onceguard.partition.uncommitted.records",
+          "records taken at or after the partition's oldest unfinished one: what a crash now would deliver again", null, route,
+          () -> readPartitions(route, RouteConsumer::uncommittedRecords));
+      metrics.partitionGauge("onceguard.partition.oldest.unfinished.age",
+          "since the partition's oldest unfinished record was taken (0 when none is unfinished); grows while a record is stuck",
+          "seconds", route, () -> readPartitions(route, c -> secondsOf(c.oldestUnfinishedAgeMillis())));
     }
+  }
+
+  private Map<TopicPartition, ? extends Number> readPartitions(String route,
+      java.util.function.Function<RouteConsumer, Map<TopicPartition, ? extends Number>> f) {
+    RouteConsumer c = consumers.get(route);
+    return c == null ? Map.of() : f.apply(c);
+  }
+
+  private static Map<TopicPartition, Double> secondsOf(Map<TopicPartition, Long> millis) {
+    Map<TopicPartition, Double> out = new HashMap<>();
+    millis.forEach((tp, ms) -> out.put(tp, ms / 1000.0));
+    return out;
   }
 
   private int read(String route, java.util.function.ToIntFunction<RouteConsumer> f) {

@@ -30,6 +30,10 @@ import org.slf4j.LoggerFactory;
  * <p>The ordering key is the Kafka key (bytes mapped one-to-one to chars, ISO-8859-1, so distinct
  * keys never merge), or {@code p<partition>o<offset>} for a null key (no order to keep).
  *
+ * <p>Every step runs through {@link Forwarding#step}: a step that throws completes the record's
+ * stage exceptionally instead of being lost in a continuation nobody reads (the pipeline then tries
+ * the record again).
+ *
  * <p>Threading: {@link #process} never blocks; attempts continue on the dispatcher's and the
  * scheduler's threads. Thread-safe; one instance serves a route.
  */
@@ -64,7 +68,7 @@ public final class ForwardingProcessor implements RecordProcessor {
   public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel) {
     Forwarding f = new Forwarding(record);
     cancel.onCancel(f::cancelled);
-    f.attempt(1);
+    f.step(() -> f.attempt(1));
     return f.result;
   }
 
@@ -90,7 +94,7 @@ public final class ForwardingProcessor implements RecordProcessor {
           .build();
       CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.handlerTimeout()).toCompletableFuture();
       follow(call);
-      call.whenComplete((res, err) -> onResult(n, res, err));
+      call.whenComplete((res, err) -> step(() -> onResult(n, res, err)));
     }
 
     void onResult(int n, DispatchResult res, Throwable err) {
@@ -133,14 +137,26 @@ public final class ForwardingProcessor implements RecordProcessor {
       }
       CompletableFuture<Void> delay = scheduler.delay(wait).toCompletableFuture();
       follow(delay);
-      delay.whenComplete((v, e) -> {
+      delay.whenComplete((v, e) -> step(() -> {
         if (e != null) {
           // the scheduler was closed under us: only happens while the sidecar stops
           result.completeExceptionally(new CancelledException("retry of " + where() + " (scheduler closed)"));
         } else {
           attempt(n + 1);
         }
-      });
+      }));
+    }
+
+    /**
+     * Runs one step of the record. What a step throws would otherwise vanish into the dependent
+     * stage {@code whenComplete} returns, and the record would hang unfinished and unseen.
+     */
+    void step(Runnable s) {
+      try {
+        s.run();
+      } catch (RuntimeException | Error e) {
+        result.completeExceptionally(e);
+      }
     }
 
     /** Makes {@code f} the step a cancellation aborts; aborts it at once if already cancelled. */

@@ -13,25 +13,38 @@ import java.util.TreeMap;
  * <p>Example: tracked 10, 11, 12, 14; finished 10, 12, 14 → commit offset 11 (11 is unfinished).
  * Once 11 finishes → 15.
  *
+ * <p>It also remembers when each record was taken, so that the age of the oldest unfinished record
+ * (the one at the commit offset: records are taken in offset order) shows a stuck record.
+ *
  * <p>Not thread-safe: confined to the route's poll thread. Cost: O(log n) per call in the number of
  * tracked offsets not yet below the committable prefix (bounded by the partition's in-flight and
  * buffered records).
  */
 public final class OffsetTracker {
-  /** Tracked offsets at or above the commit offset, with their finished flag. */
-  private final TreeMap<Long, Boolean> open = new TreeMap<>();
+  /** Tracked offsets at or above the commit offset: when taken, and whether finished. */
+  private final TreeMap<Long, Entry> open = new TreeMap<>();
   private long lastTracked = -1;
+
+  private static final class Entry {
+    final long takenAtMillis;
+    boolean finished;
+
+    Entry(long takenAtMillis) {
+      this.takenAtMillis = takenAtMillis;
+    }
+  }
 
   /**
    * Starts tracking a consumed record. Offsets must be tracked in increasing order.
    *
+   * @param takenAtMillis when the pipeline took the record (for {@link #oldestUnfinishedTakenAt})
    * @throws IllegalArgumentException if {@code offset} is not above the last tracked offset
    */
-  public void track(long offset) {
+  public void track(long offset, long takenAtMillis) {
     if (offset <= lastTracked) {
       throw new IllegalArgumentException("offset " + offset + " tracked after " + lastTracked + "; offsets must increase");
     }
-    open.put(offset, Boolean.FALSE);
+    open.put(offset, new Entry(takenAtMillis));
     lastTracked = offset;
   }
 
@@ -41,15 +54,15 @@ public final class OffsetTracker {
    * @throws IllegalArgumentException if the offset was never tracked or already finished
    */
   public void complete(long offset) {
-    Boolean done = open.get(offset);
-    if (done == null || done) {
+    Entry e = open.get(offset);
+    if (e == null || e.finished) {
       throw new IllegalArgumentException("offset " + offset + " is not tracked or already finished"
           + " (open range " + (open.isEmpty() ? "empty" : open.firstKey() + ".." + lastTracked) + ")");
     }
-    open.put(offset, Boolean.TRUE);
+    e.finished = true;
     // advance the prefix
-    Map.Entry<Long, Boolean> first;
-    while ((first = open.firstEntry()) != null && first.getValue()) {
+    Map.Entry<Long, Entry> first;
+    while ((first = open.firstEntry()) != null && first.getValue().finished) {
       open.pollFirstEntry();
     }
   }
@@ -65,9 +78,18 @@ public final class OffsetTracker {
     return open.firstKey();
   }
 
-  /** Tracked offsets at or above the commit offset, finished or not (what the tracker holds). */
+  /**
+   * Tracked offsets at or above the commit offset, finished or not: the records a crash now would
+   * deliver again (the partition's uncommitted span, in records).
+   */
   public int size() {
     return open.size();
+  }
+
+  /** When the oldest unfinished record (the one at the commit offset) was taken; -1 if none is unfinished. */
+  public long oldestUnfinishedTakenAt() {
+    Map.Entry<Long, Entry> first = open.firstEntry();
+    return first == null ? -1 : first.getValue().takenAtMillis;
   }
 
   @Override

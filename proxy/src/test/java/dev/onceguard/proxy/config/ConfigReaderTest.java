@@ -135,6 +135,7 @@ class ConfigReaderTest {
     assertThat(r.verdictTopic()).isNull();
     assertThat(r.maxInFlightPerPartition()).isEqualTo(64);
     assertThat(r.maxInFlight()).isEqualTo(512);
+    assertThat(r.maxUncommittedPerPartition()).isEqualTo(640);
     assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(100), Duration.ofSeconds(10), 20));
   }
 
@@ -152,6 +153,7 @@ class ConfigReaderTest {
             verdict-topic: orders.verdicts
             max-in-flight-per-partition: 8
             max-in-flight: 100
+            max-uncommitted-per-partition: 50
             reorder-window: 2
             retry: { initial-backoff: 50ms, max-backoff: 5s, max-attempts: 3 }
         """));
@@ -167,6 +169,7 @@ class ConfigReaderTest {
     assertThat(r.verdictTopic()).isEqualTo("orders.verdicts");
     assertThat(r.maxInFlightPerPartition()).isEqualTo(8);
     assertThat(r.maxInFlight()).isEqualTo(100);
+    assertThat(r.maxUncommittedPerPartition()).isEqualTo(50);
     assertThat(r.reorderWindow()).isEqualTo(2);
     assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(50), Duration.ofSeconds(5), 3));
   }

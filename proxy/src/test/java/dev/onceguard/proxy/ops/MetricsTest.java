@@ -66,4 +66,26 @@ class MetricsTest {
       assertThat(Double.parseDouble(sum.group(1))).isBetween(1.4, 30.0);
     }
   }
+
+  @Test
+  void partitionGauges_haveARowPerCurrentPartition_andDropPartitionsThatAreGone() {
+    java.util.concurrent.atomic.AtomicReference<java.util.Map<org.apache.kafka.common.TopicPartition, Number>> rows =
+        new java.util.concurrent.atomic.AtomicReference<>(java.util.Map.of(
+            new org.apache.kafka.common.TopicPartition("orders", 0), 12, new org.apache.kafka.common.TopicPartition("orders", 1), 0));
+    try (Metrics m = new Metrics()) {
+      m.partitionGauge("onceguard.partition.uncommitted.records", "test gauge", null, "orders", rows::get);
+      m.partitionGauge("onceguard.partition.oldest.unfinished.age", "test gauge", "seconds", "orders",
+          () -> java.util.Map.of(new org.apache.kafka.common.TopicPartition("orders", 0), 4.5));
+
+      String text = m.scrape();
+      assertThat(text)
+          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"0\",route=\"orders\",topic=\"orders\"} 12\\.0")
+          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"1\",route=\"orders\",topic=\"orders\"} 0\\.0")
+          .containsPattern("onceguard_partition_oldest_unfinished_age_seconds\\{partition=\"0\",route=\"orders\",topic=\"orders\"} 4\\.5");
+      rows.set(java.util.Map.of(new org.apache.kafka.common.TopicPartition("orders", 1), 3));
+      assertThat(m.scrape())
+          .doesNotContainPattern("onceguard_partition_uncommitted_records\\{partition=\"0\"")
+          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"1\",route=\"orders\",topic=\"orders\"} 3\\.0");
+    }
+  }
 }

@@ -77,6 +77,15 @@ class ForwardingProcessorTest {
   }
 
   @Test
+  void process_stepThrowingInAContinuation_completesTheStageExceptionally_insteadOfHanging() {
+    CompletableFuture<Void> f = processor.process(record("k"), new Cancellation()).toCompletableFuture();
+    // a dispatcher bug: a null result makes the result step throw on the dispatcher's thread
+    dispatcher.pending.get(0).complete(null);
+    assertThat(f).isCompletedExceptionally();
+    assertThat(f.handle((v, e) -> e).join()).isInstanceOf(NullPointerException.class);
+  }
+
+  @Test
   void process_retryThenOk_waitsBackoffBetweenAttempts_andCountsAttempts() {
     dispatcher.script.add(DispatchResult.retry("busy"));
     dispatcher.script.add(DispatchResult.retry("busy"));

@@ -10,7 +10,7 @@ class OffsetTrackerTest {
   private static OffsetTracker tracking(long... offsets) {
     OffsetTracker t = new OffsetTracker();
     for (long o : offsets) {
-      t.track(o);
+      t.track(o, 0);
     }
     return t;
   }
@@ -81,15 +81,15 @@ class OffsetTrackerTest {
   void track_afterEverythingFinished_commitOffsetFollowsNewRecord() {
     OffsetTracker t = tracking(0);
     t.complete(0);
-    t.track(1);
+    t.track(1, 0);
     assertThat(t.commitOffset()).isEqualTo(1);
   }
 
   @Test
   void track_nonIncreasingOffset_isRejected() {
     OffsetTracker t = tracking(5);
-    assertThatThrownBy(() -> t.track(5)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> t.track(4)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> t.track(5, 0)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> t.track(4, 0)).isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

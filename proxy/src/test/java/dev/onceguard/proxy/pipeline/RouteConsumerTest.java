@@ -3,6 +3,7 @@ package dev.onceguard.proxy.pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.onceguard.proxy.config.RouteConfig.RetryConfig;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.time.Clock;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.MockConsumer;
@@ -34,6 +36,9 @@ class RouteConsumerTest {
 
   private final PollingMockConsumer consumer = new PollingMockConsumer();
   private final ManualProcessor processor = new ManualProcessor();
+  /** The wall clock plus what a test adds, to age records without sleeping. */
+  private final AtomicLong skew = new AtomicLong();
+  private final Clock clock = () -> System.currentTimeMillis() + skew.get();
   private RouteConsumer route;
 
   /**
@@ -96,7 +101,7 @@ class RouteConsumerTest {
     final Map<String, OrderSlot> slots = new ConcurrentHashMap<>();
     final Map<String, AtomicInteger> nudges = new ConcurrentHashMap<>();
     final List<String> started = Collections.synchronizedList(new ArrayList<>());
-    /** Records whose process call failed at once (while {@link #failWith} was set). */
+    /** Attempts whose processing step threw (while {@link #failWith} was set), one entry each. */
     final List<String> failed = Collections.synchronizedList(new ArrayList<>());
     final AtomicInteger running = new AtomicInteger();
     final AtomicInteger maxRunning = new AtomicInteger();
@@ -123,7 +128,10 @@ class RouteConsumerTest {
       RuntimeException fail = failWith;
       if (fail != null) {
         failed.add(id);
-        return CompletableFuture.failedFuture(fail);
+        // a step of the chain throws: the stage completes exceptionally, nothing else reports it
+        return CompletableFuture.completedFuture(null).thenRun(() -> {
+          throw fail;
+        });
       }
       CompletableFuture<Void> f = new CompletableFuture<>();
       work.put(id, f);
@@ -153,6 +161,17 @@ class RouteConsumerTest {
       slots.get(id).park(n::incrementAndGet);
     }
 
+    void parkWithThrowingNudge(int partition, long offset) {
+      slots.get(id(partition, offset)).park(() -> {
+        throw new IllegalStateException("nudge bug");
+      });
+    }
+
+    long attempts(int partition, long offset) {
+      String id = id(partition, offset);
+      return started.stream().filter(id::equals).count();
+    }
+
     void unpark(int partition, long offset) {
       slots.get(id(partition, offset)).unpark();
     }
@@ -168,8 +187,12 @@ class RouteConsumerTest {
   }
 
   private static RouteConsumer.Settings settings(int perPartition, int total, Duration shutdown, int reorderWindow) {
-    return new RouteConsumer.Settings("orders", List.of("orders"), perPartition, total, Duration.ofMillis(20), shutdown,
-        Duration.ofMillis(300), reorderWindow);
+    return settings(perPartition, total, 10 * perPartition, shutdown, reorderWindow);
+  }
+
+  private static RouteConsumer.Settings settings(int perPartition, int total, int maxUncommitted, Duration shutdown, int reorderWindow) {
+    return new RouteConsumer.Settings("orders", List.of("orders"), perPartition, total, maxUncommitted, Duration.ofMillis(20),
+        shutdown, Duration.ofMillis(300), reorderWindow, new RetryConfig(Duration.ofMillis(20), Duration.ofMillis(50), 20));
   }
 
   private void startWith(RouteConsumer.Settings s, TopicPartition... assigned) {
@@ -179,7 +202,7 @@ class RouteConsumerTest {
     }
     consumer.updateBeginningOffsets(begin);
     consumer.schedulePollTask(() -> consumer.rebalance(List.of(assigned)));
-    route = new RouteConsumer(s, consumer, processor, Clock.SYSTEM);
+    route = new RouteConsumer(s, consumer, processor, clock);
     route.start();
     await().until(() -> consumer.assignment().size() == assigned.length);
   }
@@ -354,18 +377,62 @@ class RouteConsumerTest {
   }
 
   @Test
-  void processorFailure_otherThanCancel_isNeverCommittedPast() {
+  void throwingProcessorStep_isTriedAgain_notLeftInFlight_andNothingIsCommittedPastIt() {
     startWith(settings(64, 512, Duration.ofSeconds(5)), P0);
-    processor.failWith = new IllegalStateException("bug");
+    processor.failWith = new IllegalStateException("bug in a continuation");
     produce(P0, 0, "a");
-    await().until(() -> processor.failed.contains("0@0"));
+    // the failed record is tried again (with backoff), not left hanging after its first failure
+    await().until(() -> processor.failed.stream().filter("0@0"::equals).count() >= 2);
     processor.failWith = null;
     produce(P0, 1, "b", "c");
-    await().until(() -> processor.started.size() == 2);
+    await().until(() -> processor.isStarted(0, 1) && processor.isStarted(0, 2));
     processor.finish(0, 1);
     processor.finish(0, 2);
     await().pollDelay(Duration.ofMillis(200)).until(() -> true);
     assertThat(highestCommitted(P0)).isIn(-1L, 0L);
+    // its next attempt succeeds: the prefix moves past it
+    await().until(() -> processor.isStarted(0, 0));
+    processor.finish(0, 0);
+    await().until(() -> committed(P0) == 3);
+    await().until(() -> route.running() == 0 && route.held() == 0);
+  }
+
+  @Test
+  void nudgeThatThrows_cancelsTheParkedAttempt_andTheRecordIsTriedAgain() {
+    startWith(settings(64, 512, Duration.ofSeconds(5), 2), P0);
+    produce(P0, 0, "a", "a");
+    await().until(() -> processor.isStarted(0, 0));
+    processor.parkWithThrowingNudge(0, 0);
+    await().until(() -> processor.isStarted(0, 1));
+    Cancellation firstAttempt = processor.cancels.get("0@0");
+    processor.finish(0, 1);
+    await().until(() -> processor.attempts(0, 0) == 2);
+    assertThat(firstAttempt.isCancelled()).isTrue();
+    assertThat(highestCommitted(P0)).isIn(-1L, 0L);
+    processor.finish(0, 0);
+    await().until(() -> committed(P0) == 2);
+  }
+
+  @Test
+  void uncommittedSpanAtItsBound_pausesBelowTheInFlightBound_andResumesWhenTheStuckRecordFinishes() {
+    startWith(settings(64, 512, 4, Duration.ofSeconds(5), 1), P0, P1);
+    produce(P0, 0, "a", "b", "c", "d");
+    await().until(() -> processor.started.stream().filter(id -> id.startsWith("0@")).count() == 4);
+    processor.finish(0, 1);
+    processor.finish(0, 2);
+    processor.finish(0, 3);
+    await().until(() -> route.held() == 1);
+    // one record held, far below the in-flight bound; but a crash would replay four
+    await().until(() -> consumer.paused().contains(P0));
+    assertThat(consumer.paused()).doesNotContain(P1);
+    assertThat(route.uncommittedRecords()).containsEntry(P0, 4).containsEntry(P1, 0);
+    skew.addAndGet(30_000);
+    assertThat(route.oldestUnfinishedAgeMillis().get(P0)).isGreaterThanOrEqualTo(30_000L);
+    assertThat(route.oldestUnfinishedAgeMillis()).containsEntry(P1, 0L);
+    processor.finish(0, 0);
+    await().until(() -> committed(P0) == 4);
+    await().until(() -> !consumer.paused().contains(P0));
+    await().until(() -> route.uncommittedRecords().get(P0) == 0 && route.oldestUnfinishedAgeMillis().get(P0) == 0L);
   }
 
   @Test
