@@ -54,7 +54,7 @@ public final class Guard implements AutoCloseable {
   /** Times one claim is run from the start again after a race made its facts stale. */
   static final int MAX_CLAIM_RACES = 5;
   /** Times one store step is run again at once after it lost to another transaction. */
-  static final int MAX_CONTENTION_RETRIES = 8;
+  public static final int MAX_CONTENTION_RETRIES = 8;
   /** An abandoned Guard API claim is undone this long after its lease ran out (database time). */
   static final long API_CLAIM_EXPIRY_GRACE_MILLIS = 2_000;
   /** DONE rows compared with a record whose transition was applied already. */

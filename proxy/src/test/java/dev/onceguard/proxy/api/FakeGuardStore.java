@@ -1,14 +1,11 @@
 package dev.onceguard.proxy.api;
 
 import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Source;
-import dev.onceguard.proxy.guard.Verdicts;
+import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.GuardStore;
-import dev.onceguard.v1.Disposition;
+import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.v1.ExplainResponse;
-import dev.onceguard.v1.Layer;
-import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.util.List;
 import java.util.Queue;
@@ -19,29 +16,43 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A {@link GuardStore} for routes without a machine: every claim is accepted for the command's
- * lease, every confirm and abort succeeds, unless the test queued another answer. Records the
- * claim commands and the confirmed claims. Thread-safe.
+ * lease, every takeover succeeds, every confirm and abort succeeds, unless the test queued another
+ * answer. Records the claim commands, the rows taken over and the confirmed claims. Thread-safe.
  */
 final class FakeGuardStore implements GuardStore {
   final List<ClaimCommand> claims = new CopyOnWriteArrayList<>();
   final List<Claim> confirmed = new CopyOnWriteArrayList<>();
   /** Answers for the next claims, in order; then claims are accepted. */
-  final Queue<CompletionStage<ClaimResult>> claimAnswers = new ConcurrentLinkedQueue<>();
+  final Queue<CompletionStage<ClaimOutcome>> claimAnswers = new ConcurrentLinkedQueue<>();
+  /** Rows taken over, in order. */
+  final List<LedgerRow> takeOvers = new CopyOnWriteArrayList<>();
   /** Answers for the next confirms, in order; then confirms succeed. */
   final Queue<CompletionStage<Boolean>> confirmAnswers = new ConcurrentLinkedQueue<>();
 
   @Override
-  public CompletionStage<ClaimResult> claim(ClaimCommand cmd) {
+  public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
     claims.add(cmd);
-    CompletionStage<ClaimResult> scripted = claimAnswers.poll();
+    CompletionStage<ClaimOutcome> scripted = claimAnswers.poll();
     if (scripted != null) {
       return scripted;
     }
-    var e = cmd.extracted();
-    Claim c = new Claim(cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), null, null, null, null, null, cmd.owner(),
-        cmd.nowMillis() + cmd.leaseMillis(), 1, false, cmd.source());
-    Verdict v = Verdicts.of(Verdicts.base(cmd.route(), e), Disposition.ACCEPTED, Layer.LEDGER, Reason.NONE, "claimed");
-    return CompletableFuture.completedFuture(new ClaimResult.Accepted(c, v));
+    return CompletableFuture.completedFuture(new ClaimOutcome.Claimed(null, cmd.nowMillis() + cmd.leaseMillis(), 1, false));
+  }
+
+  @Override
+  public CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force) {
+    takeOvers.add(row);
+    return CompletableFuture.completedFuture(new ClaimOutcome.Claimed(null, cmd.nowMillis() + cmd.leaseMillis(), row.attempts() + 1, true));
+  }
+
+  @Override
+  public CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis) {
+    return CompletableFuture.completedFuture(false);
+  }
+
+  @Override
+  public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+    return CompletableFuture.completedFuture(List.of());
   }
 
   @Override
@@ -57,13 +68,23 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
-  public CompletionStage<Boolean> abort(Claim claim, long nowMillis) {
+  public CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis) {
     return CompletableFuture.completedFuture(true);
   }
 
   @Override
-  public CompletionStage<Boolean> renew(Claim claim, long leaseUntilMillis) {
+  public CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
     return CompletableFuture.completedFuture(true);
+  }
+
+  @Override
+  public CompletionStage<Void> heartbeat(String owner, long ttlMillis) {
+    return CompletableFuture.completedFuture(null);
+  }
+
+  @Override
+  public CompletionStage<Void> retire(String owner) {
+    return CompletableFuture.completedFuture(null);
   }
 
   @Override

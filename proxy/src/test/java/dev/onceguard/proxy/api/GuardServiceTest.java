@@ -9,7 +9,9 @@ import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.guard.ContentionException;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.guard.StoreUnavailableException;
+import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.time.FakeTime;
 import dev.onceguard.v1.CompleteRequest;
 import dev.onceguard.v1.CompleteResponse;
@@ -53,7 +55,10 @@ class GuardServiceTest {
 
   @Test
   void submit_storeContention_answersAbortedAskingToRetry() {
-    store.claimAnswers.add(CompletableFuture.failedFuture(new ContentionException("deadlock (1213)", new SQLTransientException("1213"))));
+    // the guard retries a lost race at once a few times; a store that keeps losing reaches the caller
+    for (int i = 0; i < Guard.MAX_CONTENTION_RETRIES; i++) {
+      store.claimAnswers.add(CompletableFuture.failedFuture(new ContentionException("deadlock (1213)", new SQLTransientException("1213"))));
+    }
 
     RecordingObserver<SubmitResponse> a = submit("r1");
 
@@ -93,9 +98,15 @@ class GuardServiceTest {
     time.advance(Duration.ofMillis(1));
 
     assertThat(service.heldClaims()).isZero();
-    // released too: the caller's retry is not taken for an attempt this process still works on
+    // released too: the caller's retry finds its own claim row and takes it back at once, instead
+    // of waiting for an attempt this process would still think it works on
+    var first = store.claims.get(0);
+    store.claimAnswers.add(CompletableFuture.completedFuture(new ClaimOutcome.LedgerConflict(new LedgerRow("orders",
+        first.extracted().dedupKey(), first.extracted().businessKey(), first.extracted().fingerprint(), "PENDING", "owner-1",
+        1_000 + LEASE.toMillis(), first.source().topic(), first.source().partition(), first.source().offset(), null, null, 1,
+        5_000L, null))));
     acceptedToken("r1");
-    assertThat(store.claims).extracting(c -> c.ownAttemptActive()).containsExactly(false, false);
+    assertThat(store.takeOvers).hasSize(1);
   }
 
   @Test
