@@ -23,7 +23,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * the broker acknowledged the write: the caller commits the source offset after that, never
  * before. Thread-safe; one per sidecar; owns its producer.
  */
-public final class Escalator implements AutoCloseable {
+public final class Escalator implements EscalationSink, AutoCloseable {
   private final KafkaProducer<byte[], byte[]> producer;
   /**
    * {@code KafkaProducer.send} may block (metadata, full buffer) up to {@code max.block.ms}; it
@@ -59,6 +59,7 @@ public final class Escalator implements AutoCloseable {
    * {@code onceguard-*} headers appended. Completes exceptionally if the write failed; the caller
    * retries.
    */
+  @Override
   public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis) {
     List<Header> hs = new ArrayList<>();
     source.headers().forEach(hs::add);
@@ -98,6 +99,7 @@ public final class Escalator implements AutoCloseable {
   }
 
   /** Publishes a verdict (protobuf-encoded {@link Verdict}, keyed by dedup key or entity). */
+  @Override
   public CompletionStage<Void> publishVerdict(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v) {
     String key = !v.getDedupKey().isEmpty() ? v.getDedupKey() : source.topic() + "/" + source.partition() + "@" + source.offset();
     List<Header> hs = new ArrayList<>();

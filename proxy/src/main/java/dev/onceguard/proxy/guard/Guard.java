@@ -9,6 +9,7 @@ import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
 import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Layer;
@@ -20,7 +21,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -65,6 +65,8 @@ public final class Guard implements AutoCloseable {
   private final Map<String, StateMachine> machines = new HashMap<>();
   private final Clock clock;
   private final String owner;
+  /** Waits out the jitter before a store step that lost a race runs again. */
+  private final Scheduler jitter;
   /** route + dedup key of claims this process is working on right now, with how many attempts. */
   private final Map<String, Integer> active = new ConcurrentHashMap<>();
   private final AtomicLong decisionLogFailures = new AtomicLong();
@@ -77,11 +79,19 @@ public final class Guard implements AutoCloseable {
    * @param owner unique per process run (not per pod name: a restarted pod is a new owner)
    */
   public Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, Clock clock, String owner) {
+    this(store, cache, machines, clock, owner,
+        d -> CompletableFuture.runAsync(() -> {}, CompletableFuture.delayedExecutor(d.toMillis(), TimeUnit.MILLISECONDS)));
+  }
+
+  /** As the public constructor, with the timer of the contention retries' jitter injected (tests). */
+  Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, Clock clock, String owner,
+      Scheduler jitter) {
     this.store = store;
     this.cache = cache;
     machines.forEach((k, v) -> this.machines.put(k, new StateMachine(v)));
     this.clock = clock;
     this.owner = owner;
+    this.jitter = jitter;
   }
 
   public String owner() {
@@ -202,9 +212,8 @@ public final class Guard implements AutoCloseable {
       if (cause instanceof ContentionException) {
         contention.incrementAndGet();
         if (attempt < MAX_CONTENTION_RETRIES) {
-          long jitter = 1 + java.util.concurrent.ThreadLocalRandom.current().nextLong(5L * attempt);
-          Executor later = CompletableFuture.delayedExecutor(jitter, TimeUnit.MILLISECONDS);
-          return CompletableFuture.supplyAsync(() -> null, later).thenCompose(x -> retryingContention(step, attempt + 1));
+          long wait = 1 + java.util.concurrent.ThreadLocalRandom.current().nextLong(5L * attempt);
+          return jitter.delay(Duration.ofMillis(wait)).thenCompose(x -> retryingContention(step, attempt + 1));
         }
       }
       if (err != null) {

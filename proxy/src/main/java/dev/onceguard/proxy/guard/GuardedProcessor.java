@@ -6,7 +6,7 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
 import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
-import dev.onceguard.proxy.escalate.Escalator;
+import dev.onceguard.proxy.escalate.EscalationSink;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
@@ -73,7 +73,7 @@ public final class GuardedProcessor implements RecordProcessor {
   private final Extractor extractor;
   private final Guard guard;
   private final Dispatcher dispatcher;
-  private final Escalator escalator;
+  private final EscalationSink escalator;
   private final Scheduler scheduler;
   private final Clock clock;
   private final Backoff backoff;
@@ -86,7 +86,7 @@ public final class GuardedProcessor implements RecordProcessor {
   private final ConcurrentHashMap<String, ConcurrentSkipListMap<Long, Run>> parked = new ConcurrentHashMap<>();
 
   /** Uses and does not own any of its collaborators. */
-  public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, Escalator escalator,
+  public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, EscalationSink escalator,
       Scheduler scheduler, Backoff backoff, DeliveryIds ids, VerdictListener listener) {
     this.route = route;
     this.extractor = new Extractor(route, machine);

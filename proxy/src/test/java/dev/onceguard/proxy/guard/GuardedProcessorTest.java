@@ -1,0 +1,430 @@
+package dev.onceguard.proxy.guard;
+
+import static dev.onceguard.proxy.guard.FakeGuardStore.contention;
+import static dev.onceguard.proxy.guard.FakeGuardStore.failure;
+import static dev.onceguard.proxy.guard.FakeGuardStore.hold;
+import static dev.onceguard.proxy.guard.FakeGuardStore.outage;
+import static dev.onceguard.proxy.guard.FakeGuardStore.reply;
+import static dev.onceguard.proxy.guard.OrderRoute.MACHINE;
+import static dev.onceguard.proxy.guard.OrderRoute.OWNER;
+import static dev.onceguard.proxy.guard.OrderRoute.ROUTE;
+import static dev.onceguard.proxy.guard.OrderRoute.record;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.onceguard.proxy.dispatch.Backoff;
+import dev.onceguard.proxy.dispatch.DispatchResult;
+import dev.onceguard.proxy.pipeline.Cancellation;
+import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
+import dev.onceguard.proxy.pipeline.DeliveryIds;
+import dev.onceguard.proxy.pipeline.OrderSlot;
+import dev.onceguard.proxy.store.ClaimOutcome;
+import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
+import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.LedgerRow;
+import dev.onceguard.proxy.time.FakeTime;
+import dev.onceguard.v1.Delivery;
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Layer;
+import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One record through extract → claim → forward → confirm/abort → escalate, on a real {@link Guard}
+ * over a {@link FakeGuardStore}, with fake time, a scripted business and a recording escalator.
+ * Every step completes on the test's thread (fakes answer at once, {@link FakeTime} fires timers
+ * when the test advances it).
+ */
+class GuardedProcessorTest {
+  private static final long T0 = 1_000_000L;
+  private final FakeTime time = new FakeTime(T0);
+  private final FakeGuardStore store = new FakeGuardStore();
+  private final FakeDispatcher dispatcher = new FakeDispatcher(store.calls);
+  private final FakeEscalator escalator = new FakeEscalator();
+  private final Guard guard = new Guard(store, IdempotencyCache.DISABLED, Map.of("order", MACHINE), time, OWNER, time);
+  // lowest jitter: every backoff is exactly the initial 100 ms (the route's default)
+  private final Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(10), new Random() {
+    @Override
+    public long nextLong(long bound) {
+      return 0;
+    }
+  });
+
+  record Told(long offset, Verdict verdict, boolean forwarded) {}
+
+  private final List<Told> told = new CopyOnWriteArrayList<>();
+  private final GuardedProcessor processor = new GuardedProcessor(ROUTE, MACHINE, guard, dispatcher, escalator, time, backoff,
+      new DeliveryIds("run"), (r, v, f) -> told.add(new Told(r.offset(), v, f)));
+
+  private final ConsumerRecord<byte[], byte[]> ship = record(41, "o-1", "ship");
+
+  /** Records what the processor asks of its ordering slot. */
+  static final class RecordingSlot implements OrderSlot {
+    volatile Runnable nudge;
+    volatile int parks;
+    volatile int unparks;
+
+    @Override
+    public void park(Runnable nudge) {
+      this.nudge = nudge;
+      parks++;
+    }
+
+    @Override
+    public void unpark() {
+      unparks++;
+    }
+  }
+
+  private CompletableFuture<Void> process(ConsumerRecord<byte[], byte[]> r) {
+    return processor.process(r, new Cancellation()).toCompletableFuture();
+  }
+
+  private Told onlyVerdict() {
+    assertThat(told).hasSize(1);
+    return told.get(0);
+  }
+
+  /** A live PENDING row of this very record, held by us (an attempt given up locally). */
+  private static LedgerRow ourLiveRow(ClaimCommand cmd) {
+    return new LedgerRow("orders", cmd.extracted().dedupKey(), cmd.extracted().businessKey(), cmd.extracted().fingerprint(), "PENDING",
+        cmd.owner(), cmd.nowMillis() + 1_000, cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), "to_ship",
+        "shipped", 1, 1_000L, 3_000L);
+  }
+
+
+  // ------------------------------------------------------------------------- (a) OK → confirm
+
+  @Test
+  void process_businessOk_confirmsAndTellsAccepted() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "confirm");
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(t.forwarded()).isTrue();
+    Delivery d = dispatcher.calls.get(0);
+    assertThat(d.getFromState()).isEqualTo("to_ship");
+    assertThat(d.getToState()).isEqualTo("shipped");
+    assertThat(d.getEntityId()).isEqualTo("o-1");
+    assertThat(d.getAttempt()).isEqualTo(1);
+    assertThat(d.getRedelivery()).isFalse();
+    assertThat(d.getDedupKey()).isEqualTo(OrderRoute.extracted(ship).dedupKey());
+    assertThat(store.entityRow("o-1").state).isEqualTo("shipped");
+    assertThat(store.entityRow("o-1").pendingKey).isNull();
+    assertThat(store.decisions).isEmpty();
+    assertThat(escalator.escalations).isEmpty();
+    assertThat(time.pendingDelays()).as("lease renewal stopped").isZero();
+  }
+
+  // ------------------------------------------------------------------------- (b) REJECT → abort, escalate
+
+  @Test
+  void process_businessRejects_abortsAsSeenAndEscalatesBusinessRejected() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.reject("no such warehouse"));
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "abort maySeen=true");
+    assertThat(store.entityRow("o-1").state).isEqualTo("to_ship");
+    assertThat(store.entityRow("o-1").pendingKey).isNull();
+    assertThat(escalator.escalations).singleElement().satisfies(e -> {
+      assertThat(e.topic()).isEqualTo(ROUTE.escalationTopic());
+      assertThat(e.offset()).isEqualTo(41);
+      assertThat(e.verdict().getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+      assertThat(e.verdict().getLayer()).isEqualTo(Layer.BUSINESS);
+      assertThat(e.verdict().getReason()).isEqualTo(Reason.BUSINESS_REJECTED);
+      assertThat(e.verdict().getCurrentState()).isEqualTo("to_ship");
+      assertThat(e.verdict().getDetail()).contains("no such warehouse");
+    });
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getReason()).isEqualTo(Reason.BUSINESS_REJECTED);
+    assertThat(t.forwarded()).isFalse();
+    assertThat(store.decisions).extracting(Verdict::getReason).containsExactly(Reason.BUSINESS_REJECTED);
+  }
+
+  // ------------------------------------------------------------------------- (c) lease lost while forwarding
+
+  @Test
+  void process_leaseLostWhileBusinessRetries_stopsWithoutConfirmingAsInFlight() {
+    store.entity("o-1", "to_ship");
+    store.renews.add(reply(false));
+
+    CompletableFuture<Void> f = process(ship);
+    time.advance(ROUTE.lease().dividedBy(3));
+    assertThat(store.count("renew")).isEqualTo(1);
+    dispatcher.answer(DispatchResult.retry("deadline exceeded"));
+    time.advance(Duration.ofMillis(100));
+
+    assertThat(f).isCompleted();
+    assertThat(dispatcher.calls).as("never forwarded on a lost lease").hasSize(1);
+    assertThat(store.count("confirm")).isZero();
+    assertThat(store.count("abort")).isZero();
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(t.verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(t.forwarded()).isFalse();
+    assertThat(time.pendingDelays()).isZero();
+  }
+
+  @Test
+  void process_leaseLostThenBusinessOk_confirmRefusedCompletesAsInFlight() {
+    store.entity("o-1", "to_ship");
+    store.renews.add(reply(false));
+
+    CompletableFuture<Void> f = process(ship);
+    time.advance(ROUTE.lease().dividedBy(3));
+    dispatcher.answer(DispatchResult.ok());
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "renew", "confirm");
+    assertThat(store.entityRow("o-1").pendingKey).as("not confirmed: the new owner finishes it").isNotNull();
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(t.verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(t.forwarded()).isFalse();
+  }
+
+  // ------------------------------------------------------------------------- (d) renewal failure → reclaim
+
+  @Test
+  void process_renewalBeforeCallFailsWithStoreOutage_claimsAgainAndTakesOwnClaimBack() {
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.Claimed("to_ship", cmd.nowMillis() + 1_000, 1, false)));
+    store.renews.add(failure(outage()));
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.LedgerConflict(ourLiveRow(cmd))));
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isNotDone();
+    assertThat(store.calls).containsExactly("claim", "renew");
+    assertThat(processor.storeFailures()).isEqualTo(1);
+    time.advance(Duration.ofMillis(100));
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "renew", "claim", "takeOver force=true", "dispatch ship", "confirm");
+    assertThat(dispatcher.calls).hasSize(1);
+    assertThat(onlyVerdict().verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
+  // ------------------------------------------------------------------------- (e) lease margin
+
+  @Test
+  void process_leaseWithinMargin_renewsBeforeCallingTheBusiness() {
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.Claimed("to_ship", cmd.nowMillis() + 1_500, 1, false)));
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "renew", "dispatch ship", "confirm");
+    assertThat(onlyVerdict().verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
+  @Test
+  void process_leaseBeyondMargin_callsTheBusinessWithoutRenewing() {
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.Claimed("to_ship", cmd.nowMillis() + 2_500, 1, false)));
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "confirm");
+  }
+
+  @Test
+  void process_leaseWithinMarginAndRenewalRefused_abandonsAsInFlightWithoutCalling() {
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.Claimed("to_ship", cmd.nowMillis() + 1_500, 1, false)));
+    store.renews.add(reply(false));
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(dispatcher.calls).isEmpty();
+    assertThat(store.calls).containsExactly("claim", "renew");
+    assertThat(onlyVerdict().verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+  }
+
+  // ------------------------------------------------------------------------- (f) cancellation before dispatch
+
+  @Test
+  void process_cancelledBetweenClaimAndDispatch_undoesClaimAsUnseen() {
+    CompletableFuture<ClaimOutcome> claimed = new CompletableFuture<>();
+    store.claims.add(hold(claimed));
+    Cancellation cancel = new Cancellation();
+
+    CompletableFuture<Void> f = processor.process(ship, cancel).toCompletableFuture();
+    cancel.cancel();
+    claimed.complete(new ClaimOutcome.Claimed("to_ship", T0 + 30_000, 1, false));
+
+    assertThatThrownBy(f::join).hasCauseInstanceOf(CancelledException.class);
+    assertThat(dispatcher.calls).isEmpty();
+    assertThat(store.calls).containsExactly("claim", "abort maySeen=false");
+    assertThat(told).isEmpty();
+    assertThat(escalator.escalations).isEmpty();
+  }
+
+  @Test
+  void process_cancelledWhileBusinessCallRuns_keepsClaimForRedelivery() {
+    store.entity("o-1", "to_ship");
+    Cancellation cancel = new Cancellation();
+
+    CompletableFuture<Void> f = processor.process(ship, cancel).toCompletableFuture();
+    cancel.cancel();
+
+    assertThatThrownBy(f::join).hasCauseInstanceOf(CancelledException.class);
+    assertThat(dispatcher.pending.get(0)).isCancelled();
+    assertThat(store.count("abort")).as("the business may have seen it: the lease runs out instead").isZero();
+    assertThat(store.count("confirm")).isZero();
+    assertThat(told).isEmpty();
+  }
+
+  // ------------------------------------------------------------------------- (g) reorder window
+
+  @Test
+  void process_earlyArrivalParks_laterRecordThatKeepsItApplicableGoesFirst_thenParkedOneSucceeds() {
+    store.entity("o-1", "to_ship");
+    ConsumerRecord<byte[], byte[]> deliver = record(10, "o-1", "deliver");
+    ConsumerRecord<byte[], byte[]> shipLater = record(11, "o-1", "ship");
+    RecordingSlot deliverSlot = new RecordingSlot();
+    RecordingSlot shipSlot = new RecordingSlot();
+    dispatcher.script.add(DispatchResult.ok());
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> fDeliver = processor.process(deliver, new Cancellation(), deliverSlot).toCompletableFuture();
+
+    assertThat(fDeliver).isNotDone();
+    assertThat(deliverSlot.parks).isEqualTo(1);
+    assertThat(dispatcher.calls).isEmpty();
+
+    CompletableFuture<Void> fShip = processor.process(shipLater, new Cancellation(), shipSlot).toCompletableFuture();
+
+    assertThat(fShip).isCompleted();
+    assertThat(shipSlot.parks).isZero();
+    assertThat(fDeliver).isNotDone();
+
+    deliverSlot.nudge.run(); // what the pipeline does when a record of the entity finishes
+
+    assertThat(fDeliver).isCompleted();
+    assertThat(deliverSlot.unparks).isEqualTo(1);
+    assertThat(dispatcher.calls).extracting(Delivery::getEvent).containsExactly("ship", "deliver");
+    assertThat(store.entityRow("o-1").state).isEqualTo("delivered");
+    assertThat(told).extracting(Told::offset).containsExactly(11L, 10L);
+    assertThat(told).extracting(t -> t.verdict().getDisposition()).containsOnly(Disposition.ACCEPTED);
+    assertThat(time.pendingDelays()).isZero();
+  }
+
+  @Test
+  void process_laterRecordThatWouldBreakTheParkedOne_waitsBehindItUntilItTimesOut() {
+    store.entity("o-1", "to_ship");
+    ConsumerRecord<byte[], byte[]> deliver = record(10, "o-1", "deliver");
+    ConsumerRecord<byte[], byte[]> cancelIt = record(11, "o-1", "cancel");
+    RecordingSlot cancelSlot = new RecordingSlot();
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> fDeliver = processor.process(deliver, new Cancellation(), new RecordingSlot()).toCompletableFuture();
+    CompletableFuture<Void> fCancel = processor.process(cancelIt, new Cancellation(), cancelSlot).toCompletableFuture();
+    time.advance(Duration.ofSeconds(1));
+
+    assertThat(cancelSlot.parks).isEqualTo(1);
+    assertThat(claimsOf("cancel")).as("cancelled would make the earlier deliver impossible").isZero();
+    assertThat(fCancel).isNotDone();
+
+    time.advance(ROUTE.earlyArrivalTimeout());
+
+    assertThat(fDeliver).isCompleted();
+    assertThat(escalator.escalations).singleElement()
+        .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.OUT_OF_ORDER));
+    assertThat(fCancel).isCompleted();
+    assertThat(dispatcher.calls).extracting(Delivery::getEvent).containsExactly("cancel");
+    assertThat(store.entityRow("o-1").state).isEqualTo("cancelled");
+  }
+
+  private long claimsOf(String event) {
+    synchronized (store) {
+      return store.claimCommands.stream().filter(c -> c.extracted().event().equals(event)).count();
+    }
+  }
+
+  // ------------------------------------------------------------------------- (h) contention on confirm
+
+  @Test
+  void process_confirmLosesRacesBeyondTheGuardsRetries_retriedAtOnceWithoutCountingAStoreFailure() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+    for (int i = 0; i < Guard.MAX_CONTENTION_RETRIES; i++) {
+      store.confirms.add(failure(contention()));
+    }
+
+    CompletableFuture<Void> f = process(ship);
+    assertThat(f).isNotDone();
+    time.advance(Duration.ofSeconds(1));
+
+    assertThat(f).isCompleted();
+    assertThat(store.count("confirm")).isEqualTo(Guard.MAX_CONTENTION_RETRIES + 1);
+    assertThat(dispatcher.calls).as("only the confirm is retried").hasSize(1);
+    assertThat(processor.storeFailures()).isZero();
+    assertThat(guard.contentionRetries()).isEqualTo(Guard.MAX_CONTENTION_RETRIES);
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(t.forwarded()).isTrue();
+  }
+
+  @Test
+  void process_confirmFailsWithStoreOutage_retriedAfterBackoffAndCounted() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+    store.confirms.add(failure(outage()));
+
+    CompletableFuture<Void> f = process(ship);
+    assertThat(f).isNotDone();
+    assertThat(processor.storeFailures()).isEqualTo(1);
+    time.advance(Duration.ofMillis(100));
+
+    assertThat(f).isCompleted();
+    assertThat(store.count("confirm")).isEqualTo(2);
+    assertThat(dispatcher.calls).hasSize(1);
+    assertThat(onlyVerdict().forwarded()).isTrue();
+  }
+
+  // ------------------------------------------------------------------------- other ends
+
+  @Test
+  void process_unreadableRecord_escalatedWithoutTouchingTheStore() {
+    ConsumerRecord<byte[], byte[]> bad = new ConsumerRecord<>("orders", 0, 5, null, "{not json".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+
+    CompletableFuture<Void> f = process(bad);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).isEmpty();
+    assertThat(escalator.escalations).singleElement()
+        .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.MALFORMED));
+  }
+
+  @Test
+  void process_illegalTransition_escalatedWithoutCallingTheBusiness() {
+    store.entity("o-1", "cancelled");
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(dispatcher.calls).isEmpty();
+    assertThat(escalator.escalations).singleElement()
+        .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.ILLEGAL_TRANSITION));
+    assertThat(store.decisions).extracting(Verdict::getReason).containsExactly(Reason.ILLEGAL_TRANSITION);
+  }
+}
