@@ -83,8 +83,8 @@ public final class Guard implements AutoCloseable {
         d -> CompletableFuture.runAsync(() -> {}, CompletableFuture.delayedExecutor(d.toMillis(), TimeUnit.MILLISECONDS)));
   }
 
-  /** As the public constructor, with the timer of the contention retries' jitter injected (tests). */
-  Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, Clock clock, String owner,
+  /** As the other constructor, with the timer of the contention retries' jitter injected (tests). */
+  public Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, Clock clock, String owner,
       Scheduler jitter) {
     this.store = store;
     this.cache = cache;
@@ -223,7 +223,10 @@ public final class Guard implements AutoCloseable {
     }).thenCompose(f -> f);
   }
 
-  /** Store steps that lost a race to another transaction (deadlock, lock-wait timeout) and ran again. */
+  /**
+   * Store steps that lost a race to another transaction (deadlock, lock-wait timeout): each is run
+   * again at once, up to {@link #MAX_CONTENTION_RETRIES} runs in all.
+   */
   public long contentionRetries() {
     return contention.get();
   }

@@ -32,7 +32,8 @@ class GuardServiceTest {
   private final SidecarConfig config = TestConfigs.oneRoute();
   private final FakeTime time = new FakeTime(1_000);
   private final FakeGuardStore store = new FakeGuardStore();
-  private final GuardService service = new GuardService(config, new Guard(store, IdempotencyCache.DISABLED, Map.of(), time, "owner-1"), time);
+  private final GuardService service = new GuardService(config, new Guard(store, IdempotencyCache.DISABLED, Map.of(), time, "owner-1",
+      d -> CompletableFuture.completedFuture(null)), time);
 
   private RecordingObserver<SubmitResponse> submit(String requestId) {
     RecordingObserver<SubmitResponse> a = new RecordingObserver<>();
@@ -79,7 +80,9 @@ class GuardServiceTest {
   @Test
   void complete_storeContentionOnConfirm_answersAborted_andTheTokenStaysUsable() {
     String token = acceptedToken("r1");
-    store.confirmAnswers.add(CompletableFuture.failedFuture(new ContentionException("lock wait timeout (1205)", null)));
+    for (int i = 0; i < Guard.MAX_CONTENTION_RETRIES; i++) {
+      store.confirmAnswers.add(CompletableFuture.failedFuture(new ContentionException("lock wait timeout (1205)", null)));
+    }
 
     RecordingObserver<CompleteResponse> first = complete(token, HandleResult.Outcome.OK);
     RecordingObserver<CompleteResponse> again = complete(token, HandleResult.Outcome.OK);
