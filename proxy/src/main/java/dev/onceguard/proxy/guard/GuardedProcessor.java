@@ -168,6 +168,21 @@ public final class GuardedProcessor implements RecordProcessor {
       done.whenComplete((v, e) -> unregister());
     }
 
+    /**
+     * A step's continuation that cannot leave the record hanging: if it throws (a bug, a broken
+     * collaborator), the record completes exceptionally, and the pipeline logs it and tries it again.
+     */
+    <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
+      return (v, e) -> {
+        try {
+          body.accept(v, e);
+        } catch (RuntimeException | Error t) {
+          log.error("{}: a step failed unexpectedly; the record is given back to the pipeline", where(), t);
+          done.completeExceptionally(t);
+        }
+      };
+    }
+
     String where() {
       return "route=" + route.name() + " " + source + (event == null ? "" : " key=" + event.dedupKey().substring(0, 12));
     }
@@ -208,7 +223,7 @@ public final class GuardedProcessor implements RecordProcessor {
           return;
         }
       }
-      guard.claim(route, event, source).whenComplete((r, e) -> {
+      guard.claim(route, event, source).whenComplete(step((r, e) -> {
         if (e != null) {
           storeTrouble("claim", e, this::claim);
           return;
@@ -223,7 +238,7 @@ public final class GuardedProcessor implements RecordProcessor {
         } else {
           waitThenClaim((ClaimResult.Wait) r);
         }
-      });
+      }));
     }
 
     String windowKey() {
@@ -314,13 +329,13 @@ public final class GuardedProcessor implements RecordProcessor {
         });
         w.whenComplete((v, e) -> timer.cancel(false));
       }
-      w.whenComplete((v, e) -> {
+      w.whenComplete(step((v, e) -> {
         if (e != null && !cancel.isCancelled()) {
           done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
         } else {
           claim();
         }
-      });
+      }));
     }
 
     void waitThenClaim(ClaimResult.Wait w) {
@@ -360,13 +375,13 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void later(Duration d, Runnable step) {
-      scheduler.delay(d).whenComplete((v, e) -> {
+      scheduler.delay(d).whenComplete(step((v, e) -> {
         if (e != null) {
           done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
         } else {
           step.run();
         }
-      });
+      }));
     }
 
     /** Escalates if needed, records the decision, tells the listener, then completes. */
@@ -382,14 +397,14 @@ public final class GuardedProcessor implements RecordProcessor {
       if (stopIfCancelled()) {
         return;
       }
-      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis()).whenComplete((x, e) -> {
+      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis()).whenComplete(step((x, e) -> {
         if (e != null) {
           storeTrouble("escalation to " + route.escalationTopic(), e, () -> escalate(v));
           return;
         }
         log.info("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.escalationTopic());
         complete(v, false);
-      });
+      }));
     }
 
     void complete(Verdict v, boolean forwarded) {
@@ -399,7 +414,7 @@ public final class GuardedProcessor implements RecordProcessor {
       Supplier<CompletionStage<Void>> publish = () -> route.verdictTopic() == null
           ? CompletableFuture.completedFuture(null)
           : escalator.publishVerdict(route.verdictTopic(), record, v);
-      publish.get().whenComplete((x, e) -> {
+      publish.get().whenComplete(step((x, e) -> {
         if (e != null) {
           storeTrouble("verdict publish to " + route.verdictTopic(), e, () -> complete(v, forwarded));
           return;
@@ -410,7 +425,7 @@ public final class GuardedProcessor implements RecordProcessor {
           log.warn("verdict listener failed: {}", le.toString());
         }
         done.complete(null);
-      });
+      }));
     }
 
     /**
@@ -456,7 +471,7 @@ public final class GuardedProcessor implements RecordProcessor {
         if (claim.leaseUntilMillis() - margin <= now) {
           // never call the business on a lease that may already belong to someone else: renew
           // first; if that cannot be done, claim the record again from scratch
-          guard.renew(route, claim).whenComplete((c, e) -> {
+          guard.renew(route, claim).whenComplete(step((c, e) -> {
             if (e == null && c != null) {
               claim = c;
               attempt(n);
@@ -466,7 +481,7 @@ public final class GuardedProcessor implements RecordProcessor {
             } else {
               reclaim("lease renewal", e);
             }
-          });
+          }));
           return;
         }
         Delivery d = Deliveries.fromRecord(route.name(), record)
@@ -484,7 +499,7 @@ public final class GuardedProcessor implements RecordProcessor {
         dispatched = true;
         CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.handlerTimeout()).toCompletableFuture();
         current = call;
-        call.whenComplete((res, e) -> {
+        call.whenComplete(step((res, e) -> {
           if (cancel.isCancelled()) {
             abandon();
             return;
@@ -493,7 +508,7 @@ public final class GuardedProcessor implements RecordProcessor {
             res = DispatchResult.retry("dispatcher failed: " + e);
           }
           onResult(n, res);
-        });
+        }));
       }
 
       void onResult(int n, DispatchResult res) {
@@ -515,13 +530,13 @@ public final class GuardedProcessor implements RecordProcessor {
             }
             CompletableFuture<Void> delay = scheduler.delay(wait).toCompletableFuture();
             current = delay;
-            delay.whenComplete((v, e) -> {
+            delay.whenComplete(step((v, e) -> {
               if (e != null && !cancel.isCancelled()) {
                 done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
               } else {
                 attempt(n + 1);
               }
-            });
+            }));
           }
         }
       }
@@ -537,7 +552,7 @@ public final class GuardedProcessor implements RecordProcessor {
           if (e != null || renewTimer != t || renewalStopped) {
             return;
           }
-          guard.renew(route, claim).whenComplete((c, err) -> {
+          guard.renew(route, claim).whenComplete(step((c, err) -> {
             if (err == null && c == null) {
               lost = true;
               log.warn("{}: lease lost while forwarding (taken over by another owner)", where());
@@ -550,7 +565,7 @@ public final class GuardedProcessor implements RecordProcessor {
                 scheduleRenewal();
               }
             }
-          });
+          }));
         });
       }
 
@@ -567,7 +582,7 @@ public final class GuardedProcessor implements RecordProcessor {
         // the lease stays renewed until the confirm is through: a confirm retried past the lease
         // must not let another owner forward the record again
         scheduleRenewal();
-        guard.confirm(route, claim).whenComplete((ok, e) -> {
+        guard.confirm(route, claim).whenComplete(step((ok, e) -> {
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
@@ -577,12 +592,12 @@ public final class GuardedProcessor implements RecordProcessor {
           storeRetries = 0;
           complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
               "claim was taken over by another owner while forwarding; it confirms"), ok);
-        });
+        }));
       }
 
       void abort(String why) {
         scheduleRenewal();
-        guard.abort(claim).whenComplete((ok, e) -> {
+        guard.abort(claim).whenComplete(step((ok, e) -> {
           if (e != null) {
             storeTrouble("abort", e, () -> abort(why));
             return;
@@ -591,7 +606,7 @@ public final class GuardedProcessor implements RecordProcessor {
           storeRetries = 0;
           Verdict.Builder vb = Verdicts.base(route.name(), event).setCurrentState(nz(claim.fromState()));
           finish(Verdicts.escalate(vb, Layer.BUSINESS, Reason.BUSINESS_REJECTED, why), false);
-        });
+        }));
       }
 
       /**
@@ -612,13 +627,13 @@ public final class GuardedProcessor implements RecordProcessor {
           // the business never saw it: undo the claim now instead of leaving it leased, so the
           // partition's next owner takes the record at once and without a redelivery flag
           // (Guard.abort releases the claim locally)
-          guard.abort(claim, false).whenComplete((ok, e) -> {
+          guard.abort(claim, false).whenComplete(step((ok, e) -> {
             if (e != null) {
               guard.release(claim);
               log.debug("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
             }
             done.completeExceptionally(new CancelledException(where()));
-          });
+          }));
           return;
         }
         guard.release(claim);

@@ -101,6 +101,20 @@ class GuardedProcessorTest {
   }
 
 
+  // ------------------------------------------------------------------------- a throwing step
+
+  @Test
+  void process_continuationThrows_completesTheRecordExceptionally_insteadOfHanging() {
+    store.entity("o-1", "to_ship");
+    // a broken dispatcher answering a result without a kind: the step reading it throws
+    dispatcher.script.add(new DispatchResult(null, "broken", Duration.ZERO, false, false));
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompletedExceptionally();
+    assertThat(told).as("no verdict for a record given back to the pipeline").isEmpty();
+  }
+
   // ------------------------------------------------------------------------- (a) OK → confirm
 
   @Test
