@@ -46,6 +46,11 @@ final class OneRouteEnv implements AutoCloseable {
    * @param routeExtra more route settings, one per line, e.g. {@code "reorder-window: 3"}
    */
   SidecarConfig config(String target, String... routeExtra) {
+    return configWithEntity("/line_id", target, routeExtra);
+  }
+
+  /** The same with another {@code entity-id} (YAML: one source, or a list of them). */
+  SidecarConfig configWithEntity(String entityId, String target, String... routeExtra) {
     StringBuilder extra = new StringBuilder();
     for (String s : routeExtra) {
       extra.append("    ").append(s).append('\n');
@@ -61,7 +66,7 @@ final class OneRouteEnv implements AutoCloseable {
             topics: [%s]
             group: %s
             machine: line
-            entity-id: /line_id
+            entity-id: %s
             event: /event
             business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
             fingerprint-exclude: [/message_id]
@@ -70,7 +75,7 @@ final class OneRouteEnv implements AutoCloseable {
             verdict-topic: %s
         %s""".formatted(group, RecordingBusiness.freePort(), kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
         ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, ItEnv.redisUri(), database,
-        OrderScenario.MACHINE_YAML, topic, group, target, escalations, verdicts, extra), group);
+        OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra), group);
   }
 
   /** A record of {@link #topic}: the line is the Kafka key, so a line's events share a partition. */
