@@ -393,7 +393,9 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<Void> retire(String owner) {
     // rows of owners gone for a day are purged on the way: nothing reads them any more
-    return db.control(c -> Db.update(c, "UPDATE " + owners + " SET alive_until = " + NOW_MS + " WHERE owner = ?", owner)
+    return db.control(c -> Db.update(c,
+                "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + ", " + NOW_MS + ")"
+                    + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner)
             .then(Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000")))
         .then()
         .toFuture();
