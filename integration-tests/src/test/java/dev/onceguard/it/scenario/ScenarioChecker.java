@@ -101,6 +101,7 @@ final class ScenarioChecker {
     List<Escalated> escalations = new ArrayList<>();
     Map<String, List<Verdict>> verdicts = new LinkedHashMap<>();
     String[] waitingFor = {""};
+    String unsettled = null;
     try {
       await().atMost(SETTLE_TIMEOUT).pollInterval(Duration.ofMillis(500)).until(() -> {
         for (String r : OrderScenario.ROUTES) {
@@ -110,22 +111,13 @@ final class ScenarioChecker {
             return false;
           }
         }
-        escalations.clear();
+        readTopics(escalations, verdicts);
         Set<String> escalated = new HashSet<>();
-        for (String r : OrderScenario.ROUTES) {
-          for (ConsumerRecord<byte[], byte[]> e : env.kafka.readAll(env.escalationTopics.get(r))) {
-            escalations.add(escalated(r, e));
-            escalated.add(originalCoordinates(e));
-          }
-        }
+        escalations.forEach(e -> escalated.add(e.originalCoordinates()));
         long missingEsc = expectedEscalations.stream().filter(c -> !escalated.contains(c)).count();
         if (missingEsc > 0) {
           waitingFor[0] = missingEsc + " expected escalations";
           return false;
-        }
-        verdicts.clear();
-        for (ConsumerRecord<byte[], byte[]> v : env.kafka.readAll(env.verdictTopic)) {
-          verdicts.computeIfAbsent(originalCoordinates(v), k -> new ArrayList<>()).add(parse(v.value()));
         }
         long undecided = producedCoords.stream().filter(c -> !verdicts.containsKey(c)).count();
         if (undecided > 0) {
@@ -135,7 +127,9 @@ final class ScenarioChecker {
         return true;
       });
     } catch (ConditionTimeoutException e) {
-      throw new AssertionError(env.name + ": the run did not settle within " + SETTLE_TIMEOUT + ": still waiting for " + waitingFor[0], e);
+      // judge what there is anyway: the report then says which records went where instead
+      unsettled = env.name + ": the run did not settle within " + SETTLE_TIMEOUT + ": still waiting for " + waitingFor[0];
+      readTopics(escalations, verdicts);
     }
     double wall = (System.nanoTime() - driver.startNanos()) / 1e9;
 
@@ -152,10 +146,27 @@ final class ScenarioChecker {
         res.notOkCalls(), takeovers, res.escalated(), res.ignored(), res.repeatedEscalations(), res.repeatedVerdicts(),
         driver.l1KeysWiped(), wall, res.throughput());
     String report = f.report(env.name);
+    if (unsettled != null) {
+      throw new AssertionError(unsettled + "\n" + (report == null ? "" : report));
+    }
     if (report != null) {
       throw new AssertionError(report);
     }
     return res;
+  }
+
+  /** Replaces the lists' contents with the escalation topics' and the verdict topic's records. */
+  private void readTopics(List<Escalated> escalations, Map<String, List<Verdict>> verdicts) {
+    escalations.clear();
+    for (String r : OrderScenario.ROUTES) {
+      for (ConsumerRecord<byte[], byte[]> e : env.kafka.readAll(env.escalationTopics.get(r))) {
+        escalations.add(escalated(r, e));
+      }
+    }
+    verdicts.clear();
+    for (ConsumerRecord<byte[], byte[]> v : env.kafka.readAll(env.verdictTopic)) {
+      verdicts.computeIfAbsent(originalCoordinates(v), k -> new ArrayList<>()).add(parse(v.value()));
+    }
   }
 
   private static Verdict parse(byte[] v) {

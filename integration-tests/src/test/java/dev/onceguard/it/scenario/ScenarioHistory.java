@@ -3,6 +3,7 @@ package dev.onceguard.it.scenario;
 import dev.onceguard.it.RecordingBusiness.Call;
 import dev.onceguard.it.scenario.ScenarioDriver.Produced;
 import dev.onceguard.v1.Verdict;
+import dev.onceguard.wire.Headers;
 import java.util.List;
 import java.util.Map;
 
@@ -22,6 +23,11 @@ record ScenarioHistory(List<Produced> produced, List<Call> calls, List<Escalated
   record Escalated(String route, Map<String, String> headers, byte[] key, byte[] value) {
     String header(String name) {
       return headers.get(name);
+    }
+
+    /** {@code topic-partition@offset} of the record it escalates, from the original-* headers. */
+    String originalCoordinates() {
+      return header(Headers.ORIGINAL_TOPIC) + "-" + header(Headers.ORIGINAL_PARTITION) + "@" + header(Headers.ORIGINAL_OFFSET);
     }
   }
 

@@ -274,7 +274,7 @@ final class ScenarioJudge {
     Map<String, Integer> byReason = new TreeMap<>();
     Map<String, Integer> seen = new HashMap<>();
     for (Escalated e : h.escalations()) {
-      String coords = e.header(Headers.ORIGINAL_TOPIC) + "-" + e.header(Headers.ORIGINAL_PARTITION) + "@" + e.header(Headers.ORIGINAL_OFFSET);
+      String coords = e.originalCoordinates();
       String reason = e.header(Headers.REASON);
       byReason.merge(String.valueOf(reason), 1, Integer::sum);
       if (seen.merge(coords, 1, Integer::sum) > 1) {

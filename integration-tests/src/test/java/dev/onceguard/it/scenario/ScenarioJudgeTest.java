@@ -136,7 +136,7 @@ class ScenarioJudgeTest {
   @Test
   void distinctFactSilentlyIgnoredAsAlreadyApplied_isReported() {
     Produced distinct = run.first(p -> p.planned().kind() == Kind.DISTINCT_FACT);
-    run.escalations.removeIf(e -> distinct.coordinates().equals(Ideal.originalCoordinates(e)));
+    run.escalations.removeIf(e -> distinct.coordinates().equals(e.originalCoordinates()));
     run.verdicts.put(distinct.coordinates(), List.of(Verdict.newBuilder().setDisposition(Disposition.DUPLICATE_IGNORE)
         .setReason(Reason.ALREADY_APPLIED).setDedupKey(Ideal.dedupKey(distinct.planned())).build()));
     Findings f = judge(Strictness.REPLAYS);
@@ -147,7 +147,7 @@ class ScenarioJudgeTest {
   @Test
   void conflictingFactNamingAnotherRow_isReported() {
     Produced distinct = run.first(p -> p.planned().kind() == Kind.DISTINCT_FACT);
-    int i = run.escalations.indexOf(run.escalations.stream().filter(e -> distinct.coordinates().equals(Ideal.originalCoordinates(e)))
+    int i = run.escalations.indexOf(run.escalations.stream().filter(e -> distinct.coordinates().equals(e.originalCoordinates()))
         .findFirst().orElseThrow());
     Escalated e = run.escalations.get(i);
     Map<String, String> headers = new HashMap<>(e.headers());
@@ -274,10 +274,6 @@ class ScenarioJudgeTest {
         key += "|" + (m.find() ? m.group(1) : "");
       }
       return key;
-    }
-
-    static String originalCoordinates(Escalated e) {
-      return e.header(Headers.ORIGINAL_TOPIC) + "-" + e.header(Headers.ORIGINAL_PARTITION) + "@" + e.header(Headers.ORIGINAL_OFFSET);
     }
 
     Escalated escalation(Produced p, Reason reason) {
