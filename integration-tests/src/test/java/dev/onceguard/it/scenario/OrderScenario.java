@@ -25,16 +25,35 @@ import java.util.Set;
  * the node where the line stops (pay, prepare or ship), as in the reference pipeline where each
  * node's producer also emits cancellations.
  *
+ * <h2>Keys and fingerprints</h2>
+ * Every route keys on {@code order_id, sku_id, warehouse_id, batch_no} (plus the event) and
+ * fingerprints the whole value except {@code message_id} and {@code sent_at}. The deliver route
+ * also puts {@code message_id} into its key ({@link #MESSAGE_ID_IN_KEY}), as an operator does whose
+ * upstream cannot tell its own re-sends apart otherwise: there a re-send with a new message id has
+ * a new dedup key but the same fingerprint, so only the state machine sees it, and it is a true
+ * re-send (ALREADY_APPLIED). On the other routes a record with another batch number is another
+ * fact (its fingerprint differs): when its transition was already applied by the first batch, it
+ * is a distinct fact the line entity cannot hold (CONFLICTING_FACT, escalated).
+ *
  * <h2>Waves</h2>
  * One wave per node; the driver produces a wave once the previous one's transitions were all
  * delivered, so that legitimate early arrivals stay short. The L1 cache is wiped before the
  * prepare wave; that wave also carries late compensation re-sends of create/pay records.
  *
+ * <p>With {@link Settings#concurrentStages()} there is a single wave instead: every line runs the
+ * whole pipeline (create … deliver, with the same duplicate copies), and each route's records form
+ * one independent stream in a line order of its own (shuffled within a window), which the driver
+ * produces concurrently with the other routes' streams; cross-group order is then not given by
+ * construction, and the guard's early-arrival waits must restore machine order. Only order-independent outcomes are planned there
+ * (no cancels, illegal or distinct facts: which of two racing records wins would be chance).
+ *
  * <h2>Injected faults</h2>
  * On every accepted fact: exact duplicates (same bytes, same message id), re-sends with a new
- * message id, copies on another partition; late re-sends after the Redis keys are gone; re-keyed
- * replays (a second "pay" with another batch number: a different dedup key, caught only by the
- * state machine as ALREADY_APPLIED); "deliver before ship" that heals; "deliver" for lines that
+ * message id, copies on another partition (on the deliver route a new message id is a new dedup key:
+ * a true re-send caught by the state machine, ALREADY_APPLIED); late re-sends after the Redis keys
+ * are gone; distinct facts (a second "pay" with another batch number after the line moved on: a
+ * different dedup key and a different fingerprint, escalated as CONFLICTING_FACT, never ignored);
+ * "deliver before ship" that heals; "deliver" for lines that
  * never ship (OUT_OF_ORDER); illegal transitions (prepare/ship/deliver after cancel, cancel after
  * ship: ILLEGAL_TRANSITION); and, optionally, records the business rejects (BUSINESS_REJECTED).
  */
@@ -44,6 +63,8 @@ public final class OrderScenario {
   public static final List<String> ROUTES = List.of("create", "pay", "prepare", "ship", "deliver");
   /** The deliver route's early-arrival timeout: never-shipped lines escalate after it. */
   public static final String DELIVER_EARLY_ARRIVAL_TIMEOUT = "5s";
+  /** Routes whose business key also holds {@code /message_id} (which the fingerprint excludes). */
+  public static final Set<String> MESSAGE_ID_IN_KEY = Set.of("deliver");
 
   /** Target state of each event. */
   public static final Map<String, String> TO = Map.of(
@@ -98,8 +119,11 @@ public final class OrderScenario {
     OTHER_PARTITION,
     /** Re-send with a new message id after the test deleted the L1 keys. */
     LATE_RESEND,
-    /** A "pay" with another batch number after the line moved on: new dedup key, same transition. */
-    REKEYED,
+    /**
+     * A "pay" with another batch number after the line moved on: another dedup key and another
+     * fingerprint for a transition already applied: CONFLICTING_FACT.
+     */
+    DISTINCT_FACT,
     /** Not allowed in the line's state: ILLEGAL_TRANSITION. */
     ILLEGAL,
     /** Early arrival that never heals: OUT_OF_ORDER. */
@@ -148,12 +172,13 @@ public final class OrderScenario {
   }
 
   /**
-   * One wave: batches are produced in order, each acknowledged before the next is sent.
+   * One wave: batches are produced in order, each acknowledged before the next is sent; or, when
+   * {@code concurrent}, each batch is one route's stream, all produced at the same time.
    *
    * @param expected the transitions that must all be delivered before the next wave
    * @param wipeL1First delete the test's Redis keys before producing (keys "expired")
    */
-  public record Wave(String name, List<List<Planned>> batches, Set<Transition> expected, boolean wipeL1First) {
+  public record Wave(String name, List<List<Planned>> batches, Set<Transition> expected, boolean wipeL1First, boolean concurrent) {
     public int size() {
       return batches.stream().mapToInt(List::size).sum();
     }
@@ -163,15 +188,20 @@ public final class OrderScenario {
    * @param lines number of entities (fulfilment lines)
    * @param partitions partitions of every route topic
    * @param rejects whether some lines' pay/deliver are rejected by the business
+   * @param concurrentStages one wave of five concurrent route streams, every line FULL (see the class comment)
    */
   public record Settings(int lines, int partitions, long seed, double exactDupRate, double newMessageIdRate,
-      double otherPartitionRate, boolean rejects) {
+      double otherPartitionRate, boolean rejects, boolean concurrentStages) {
     public static Settings of(int lines, int partitions, long seed) {
-      return new Settings(lines, partitions, seed, 0.20, 0.05, 0.03, false);
+      return new Settings(lines, partitions, seed, 0.20, 0.05, 0.03, false, false);
     }
 
     public Settings withRejects() {
-      return new Settings(lines, partitions, seed, exactDupRate, newMessageIdRate, otherPartitionRate, true);
+      return new Settings(lines, partitions, seed, exactDupRate, newMessageIdRate, otherPartitionRate, true, concurrentStages);
+    }
+
+    public Settings withConcurrentStages() {
+      return new Settings(lines, partitions, seed, exactDupRate, newMessageIdRate, otherPartitionRate, rejects, true);
     }
   }
 
@@ -239,12 +269,16 @@ public final class OrderScenario {
         lines.add(line(orderId, sku, "w-" + (w0 % 5 + 1), batch, true));
       }
     }
+    if (settings.concurrentStages()) {
+      buildConcurrentStages();
+      return;
+    }
 
     // per-line extras
     Set<Line> illegalPrepare = new LinkedHashSet<>();
     Set<Line> cancelAfterShip = new LinkedHashSet<>();
     Set<Line> lateResend = new LinkedHashSet<>();
-    Set<Line> rekeyed = new LinkedHashSet<>();
+    Set<Line> distinct = new LinkedHashSet<>();
     for (Line l : lines) {
       if (l.fate() == Fate.CANCEL_CREATED && rnd.nextBoolean()) {
         illegalPrepare.add(l);
@@ -254,7 +288,7 @@ public final class OrderScenario {
         if (x < 0.01) {
           cancelAfterShip.add(l);
         } else if (x < 0.025) {
-          rekeyed.add(l);
+          distinct.add(l);
         }
       }
       if (l.fate() != Fate.REJECT_PAY && rnd.nextDouble() < 0.03) {
@@ -319,8 +353,8 @@ public final class OrderScenario {
         default -> { }
       }
     }
-    for (Line l : rekeyed) {
-      ship.single(2, "pay", l.withBatch(l.batch() + 1000), "pay", Kind.REKEYED, null);
+    for (Line l : distinct) {
+      ship.single(2, "pay", l.withBatch(l.batch() + 1000), "pay", Kind.DISTINCT_FACT, Reason.CONFLICTING_FACT);
     }
     waves.add(ship.build());
 
@@ -341,10 +375,39 @@ public final class OrderScenario {
     waves.add(deliver.build());
   }
 
+  /** How far (in lines) a concurrent stream may move a line from its place in the line order. */
+  static final int CONCURRENT_WINDOW = 16;
+
+  /**
+   * One wave, five streams: route r carries event r of every line, with the usual copies, in an
+   * order of its own: the line order with each line moved by up to {@link #CONCURRENT_WINDOW}
+   * places. Streams that run at the same pace then meet every line at about the same time, so
+   * a stage arrives early by the window or by a route's lag, not by half a stream: the records
+   * waiting at once stay a small share of the run.
+   */
+  private void buildConcurrentStages() {
+    WaveBuilder all = new WaveBuilder("all-stages", false, true);
+    for (int r = 0; r < ROUTES.size(); r++) {
+      String route = ROUTES.get(r);
+      Map<Line, Double> place = new LinkedHashMap<>();
+      for (int i = 0; i < lines.size(); i++) {
+        place.put(lines.get(i), i + rnd.nextDouble() * CONCURRENT_WINDOW);
+      }
+      List<Line> order = new ArrayList<>(lines);
+      order.sort(java.util.Comparator.comparing(place::get));
+      for (Line l : order) {
+        all.accepted(r, route, l, route);
+      }
+    }
+    waves.add(all.build());
+  }
+
   private Line line(String orderId, String sku, String warehouse, int batch, boolean pair) {
     double x = rnd.nextDouble();
     Fate f;
-    if (x < 0.03) {
+    if (settings.concurrentStages()) {
+      f = Fate.FULL;
+    } else if (x < 0.03) {
       f = Fate.CANCEL_CREATED;
     } else if (x < 0.06) {
       f = Fate.CANCEL_PAID;
@@ -388,14 +451,20 @@ public final class OrderScenario {
   private final class WaveBuilder {
     final String name;
     final boolean wipe;
+    final boolean concurrent;
     final List<List<Planned>> batches = new ArrayList<>();
     final Set<Transition> expected = new LinkedHashSet<>();
     /** Accepted fact id -> its original, for copies made later in the wave. */
     final Map<String, Planned> originals = new LinkedHashMap<>();
 
     WaveBuilder(String name, boolean wipe) {
+      this(name, wipe, false);
+    }
+
+    WaveBuilder(String name, boolean wipe, boolean concurrent) {
       this.name = name;
       this.wipe = wipe;
+      this.concurrent = concurrent;
     }
 
     List<Planned> batch(int i) {
@@ -428,7 +497,7 @@ public final class OrderScenario {
       }
     }
 
-    /** A one-copy record: escalated with {@code reason}, or (REKEYED) ignored. */
+    /** A one-copy record, escalated with {@code reason}. */
     void single(int batch, String route, Line l, String event, Kind kind, Reason reason) {
       String fact = factId(route, l, event) + ":" + kind.name().toLowerCase(java.util.Locale.ROOT);
       batch(batch).add(new Planned(route, l, event, kind, fact, partitionOf(l), value(l, event, nextMessageId(), qty(l)), reason));
@@ -445,17 +514,23 @@ public final class OrderScenario {
 
     Wave build() {
       // the last batch is the bulk of the wave: shuffled, so that duplicates land anywhere after,
-      // or even before, the original. Earlier batches keep their order (they are the early arrivals).
+      // or even before, the original. Earlier batches keep their order (they are the early
+      // arrivals). Concurrent streams keep their (windowed) order; their copies are shuffled
+      // within a chunk-sized window.
       List<List<Planned>> out = new ArrayList<>();
       for (int i = 0; i < batches.size(); i++) {
         List<Planned> b = new ArrayList<>(batches.get(i));
-        if (i == batches.size() - 1) {
+        if (concurrent) {
+          for (int from = 0; from < b.size(); from += CONCURRENT_WINDOW) {
+            Collections.shuffle(b.subList(from, Math.min(b.size(), from + CONCURRENT_WINDOW)), rnd);
+          }
+        } else if (i == batches.size() - 1) {
           Collections.shuffle(b, rnd);
         }
         records += b.size();
         out.add(List.copyOf(b));
       }
-      return new Wave(name, List.copyOf(out), Set.copyOf(expected), wipe);
+      return new Wave(name, List.copyOf(out), Set.copyOf(expected), wipe, concurrent);
     }
   }
 }

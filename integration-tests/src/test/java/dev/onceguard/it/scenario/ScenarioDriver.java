@@ -9,30 +9,47 @@ import dev.onceguard.it.scenario.OrderScenario.Wave;
 import dev.onceguard.v1.Delivery;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * Produces a scenario's waves into the run's topics and waits, after each wave, until the
- * business received every transition the wave must deliver. Hooks run in the driver's thread
- * while a wave is in progress (add or kill sidecars, kill MySQL connections). Not thread-safe.
+ * business received every transition the wave must deliver. A concurrent wave's route streams are
+ * produced by one thread and one producer each, in chunks at the {@link #streamPace}, a route's
+ * stream starting late by its {@link #lag}.
+ * Hooks run in the driver's thread while a wave is in progress (add or kill sidecars, kill MySQL
+ * connections). Not thread-safe: one test thread calls it.
  */
 final class ScenarioDriver {
   /** Generous: a wave that stalls past this is a failure, with the missing transitions listed. */
   static final Duration WAVE_TIMEOUT = Duration.ofSeconds(120);
 
-  /** One produced record, with where it landed. */
-  record Produced(Planned planned, String topic, int partition, long offset) {
+  /** Records per acknowledged chunk of a concurrent stream. */
+  static final int CHUNK = 10;
+
+  /** One produced record, with where it landed and when its acknowledgement arrived. */
+  record Produced(Planned planned, String topic, int partition, long offset, long ackedAtNanos) {
     String coordinates() {
       return topic + "-" + partition + "@" + offset;
     }
@@ -44,7 +61,9 @@ final class ScenarioDriver {
   private final OrderScenario scenario;
   private final ScenarioEnv env;
   private final RecordingBusiness business;
-  private final List<Produced> produced = new ArrayList<>();
+  private final List<Produced> produced = new CopyOnWriteArrayList<>();
+  private final Map<String, Duration> lag = new HashMap<>();
+  private Duration streamPace = Duration.ofMillis(50);
   private long startNanos;
   private long l1KeysWiped = -1;
 
@@ -52,6 +71,18 @@ final class ScenarioDriver {
     this.scenario = scenario;
     this.env = env;
     this.business = business;
+  }
+
+  /** Makes the route's stream of a concurrent wave start this much later than the others. */
+  ScenarioDriver lag(String route, Duration startDelay) {
+    lag.put(route, startDelay);
+    return this;
+  }
+
+  /** The pause before each chunk of a concurrent stream (default 50 ms), so that streams overlap. */
+  ScenarioDriver streamPace(Duration pausePerChunk) {
+    streamPace = pausePerChunk;
+    return this;
   }
 
   List<Produced> produced() {
@@ -80,8 +111,12 @@ final class ScenarioDriver {
         l1KeysWiped = env.wipeL1();
         log("wave %s: deleted %d L1 keys (Redis prefix %s) before producing", wave.name(), l1KeysWiped, env.redisPrefix);
       }
-      for (List<Planned> batch : wave.batches()) {
-        produce(batch);
+      if (wave.concurrent()) {
+        produceConcurrently(wave);
+      } else {
+        for (List<Planned> batch : wave.batches()) {
+          produce(batch);
+        }
       }
       for (Hook h : hooks) {
         if (h.wave() == w) {
@@ -96,6 +131,65 @@ final class ScenarioDriver {
     }
   }
 
+  /** One thread per stream; returns once every stream is produced (hooks then run, as for other waves). */
+  private void produceConcurrently(Wave wave) {
+    ExecutorService pool = Executors.newFixedThreadPool(wave.batches().size());
+    try {
+      List<Future<?>> streams = new ArrayList<>();
+      for (List<Planned> stream : wave.batches()) {
+        streams.add(pool.submit(() -> {
+          if (stream.isEmpty()) {
+            return null;
+          }
+          Thread.sleep(lag.getOrDefault(stream.get(0).route(), Duration.ZERO).toMillis());
+          try (KafkaProducer<byte[], byte[]> producer = streamProducer()) {
+            for (int i = 0; i < stream.size(); i += CHUNK) {
+              Thread.sleep(streamPace.toMillis());
+              produce(producer, stream.subList(i, Math.min(stream.size(), i + CHUNK)));
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : streams) {
+        f.get(WAVE_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while producing wave " + wave.name(), e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new AssertionError("wave " + wave.name() + ": producing a stream failed", e);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  /** One stream's own producer: acks=all, idempotent, one request in flight, as {@link dev.onceguard.it.KafkaSupport#produce}. */
+  private KafkaProducer<byte[], byte[]> streamProducer() {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, env.kafka.bootstrap());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+
+  /** Sends a chunk and waits for every acknowledgement. */
+  private void produce(KafkaProducer<byte[], byte[]> producer, List<Planned> chunk) throws InterruptedException, ExecutionException {
+    List<Future<RecordMetadata>> fs = new ArrayList<>(chunk.size());
+    for (Planned p : chunk) {
+      fs.add(producer.send(new ProducerRecord<>(env.topic(p.route()), p.partition(), p.key(), p.value())));
+    }
+    producer.flush();
+    List<Produced> out = new ArrayList<>(chunk.size());
+    for (int i = 0; i < chunk.size(); i++) {
+      RecordMetadata md = fs.get(i).get();
+      out.add(new Produced(chunk.get(i), md.topic(), md.partition(), md.offset(), System.nanoTime()));
+    }
+    produced.addAll(out);
+  }
+
   private void produce(List<Planned> batch) {
     if (batch.isEmpty()) {
       return;
@@ -105,9 +199,12 @@ final class ScenarioDriver {
       rs.add(new ProducerRecord<>(env.topic(p.route()), p.partition(), p.key(), p.value()));
     }
     List<RecordMetadata> md = env.kafka.produce(rs);
+    long acked = System.nanoTime();
+    List<Produced> out = new ArrayList<>(batch.size());
     for (int i = 0; i < batch.size(); i++) {
-      produced.add(new Produced(batch.get(i), md.get(i).topic(), md.get(i).partition(), md.get(i).offset()));
+      out.add(new Produced(batch.get(i), md.get(i).topic(), md.get(i).partition(), md.get(i).offset(), acked));
     }
+    produced.addAll(out);
   }
 
   /** Until every route group committed its topic's end offsets: everything produced is finished. */

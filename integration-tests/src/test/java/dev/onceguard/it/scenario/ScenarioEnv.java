@@ -26,6 +26,9 @@ final class ScenarioEnv implements AutoCloseable {
   final Map<String, String> escalationTopics = new LinkedHashMap<>();
   final Map<String, String> groups = new LinkedHashMap<>();
   final String verdictTopic;
+  /** route -> early-arrival-timeout, where it differs from the scenario's defaults. */
+  private final Map<String, String> earlyArrivalTimeouts = new LinkedHashMap<>();
+  private String earlyArrivalRetry = "200ms";
 
   ScenarioEnv(String name, int partitions) {
     this.name = name;
@@ -44,6 +47,21 @@ final class ScenarioEnv implements AutoCloseable {
       close();
       throw e;
     }
+  }
+
+  /**
+   * Overrides a route's early-arrival-timeout (default: 60 s, the deliver route
+   * {@link OrderScenario#DELIVER_EARLY_ARRIVAL_TIMEOUT}); call before building a configuration.
+   */
+  ScenarioEnv earlyArrivalTimeout(String route, String timeout) {
+    earlyArrivalTimeouts.put(route, timeout);
+    return this;
+  }
+
+  /** Sets every route's early-arrival-retry (default 200 ms); call before building a configuration. */
+  ScenarioEnv earlyArrivalRetry(String retry) {
+    earlyArrivalRetry = retry;
+    return this;
   }
 
   /** The route's topic, by route name. */
@@ -109,7 +127,9 @@ final class ScenarioEnv implements AutoCloseable {
     sb.append(OrderScenario.MACHINE_YAML);
     sb.append("routes:\n");
     for (String r : OrderScenario.ROUTES) {
-      String early = r.equals("deliver") ? OrderScenario.DELIVER_EARLY_ARRIVAL_TIMEOUT : "60s";
+      String early = earlyArrivalTimeouts.getOrDefault(r, r.equals("deliver") ? OrderScenario.DELIVER_EARLY_ARRIVAL_TIMEOUT : "60s");
+      String key = OrderScenario.MESSAGE_ID_IN_KEY.contains(r) ? "[/order_id, /sku_id, /warehouse_id, /batch_no, /message_id]"
+          : "[/order_id, /sku_id, /warehouse_id, /batch_no]";
       sb.append("""
             - name: %s
               topics: [%s]
@@ -117,17 +137,17 @@ final class ScenarioEnv implements AutoCloseable {
               machine: line
               entity-id: /line_id
               event: /event
-              business-key: [/order_id, /sku_id, /warehouse_id, /batch_no]
+              business-key: %s
               fingerprint-exclude: [/message_id, /sent_at]
               target: %s
               handler-timeout: %s
               lease: %s
               early-arrival-timeout: %s
-              early-arrival-retry: 200ms
+              early-arrival-retry: %s
               escalation-topic: %s
               verdict-topic: %s
               retry: {initial-backoff: 100ms, max-backoff: 1s, max-attempts: 60}
-          """.formatted(r, topics.get(r), groups.get(r), in.target, in.handlerTimeout, in.lease, early,
+          """.formatted(r, topics.get(r), groups.get(r), key, in.target, in.handlerTimeout, in.lease, early, earlyArrivalRetry,
           escalationTopics.get(r), verdictTopic));
     }
     return sb.toString();
