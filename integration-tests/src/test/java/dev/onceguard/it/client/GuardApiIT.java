@@ -201,7 +201,7 @@ class GuardApiIT {
   }
 
   @Test
-  void completeReject_restoresPreviousState_removesLedgerRow_andResubmitIsAccepted() {
+  void completeReject_restoresPreviousState_keepsRejectedRow_andResubmitIsAcceptedAsRedelivery() {
     acceptAndConfirm("d-1", "create");
     SubmitResult pay = guard.submit(event("d-1", "pay"));
     assertThat(pay.isAccepted()).isTrue();
@@ -215,15 +215,16 @@ class GuardApiIT {
     assertThat(rejected.currentState()).isEqualTo("created");
     assertThat(rejected.detail()).contains("card declined");
     assertThat(sidecar.entity("d-1")).as("back where it was").isEqualTo(new EntityRow("created", null, 1, null));
-    assertThat(sidecar.ledger(ROUTE, "d-1")).as("the aborted row is gone, so the event can be re-driven").containsExactly("create DONE 1");
+    assertThat(sidecar.ledger(ROUTE, "d-1")).as("the aborted row stays, marked rejected").containsExactly("create DONE 1", "pay REJECTED 1");
 
+    // re-driven: claimed again, flagged, since the caller has seen this event before
     SubmitResult again = guard.submit(event("d-1", "pay"));
     assertThat(again.verdict().disposition()).isEqualTo(Disposition.ACCEPTED);
-    assertThat(again.redelivery()).isFalse();
+    assertThat(again.redelivery()).isTrue();
     assertThat(again.fromState()).isEqualTo("created");
     guard.complete(again.claimToken().orElseThrow(), Completion.OK, "paid");
     assertThat(sidecar.entity("d-1")).isEqualTo(new EntityRow("paid", "created", 2, null));
-    assertThat(sidecar.ledger(ROUTE, "d-1")).containsExactly("create DONE 1", "pay DONE 1");
+    assertThat(sidecar.ledger(ROUTE, "d-1")).containsExactly("create DONE 1", "pay DONE 2");
   }
 
   @Test

@@ -179,7 +179,8 @@ class PushAdapterIT {
         // RejectException: one call, claim aborted, record escalated with the handler's reason
         assertThat(byOrder.get("x-1 pay")).as("a rejection is not retried").hasSize(1);
         assertThat(sidecar.entity("x-1")).as("back to its previous state").isEqualTo(new EntityRow("created", null, 1, null));
-        assertThat(sidecar.ledger("push-orders", "x-1")).containsExactly("create DONE 1");
+        assertThat(sidecar.ledger("push-orders", "x-1")).as("kept as rejected: a replay of it is flagged")
+            .containsExactly("create DONE 1", "pay REJECTED 1");
         List<ConsumerRecord<byte[], byte[]>> escalated = kafka.readAll(escalations);
         assertThat(escalated).hasSize(1);
         ConsumerRecord<byte[], byte[]> e = escalated.get(0);
