@@ -604,6 +604,13 @@ public final class GuardedProcessor implements RecordProcessor {
           }
           stopRenewal();
           storeRetries = 0;
+          if (!ok) {
+            // another owner took the claim over meanwhile and delivers the record itself: its
+            // outcome stands, this rejection is not the record's verdict
+            complete(Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
+                "claim was taken over by another owner before the rejection could be recorded (" + why + ")"), false);
+            return;
+          }
           Verdict.Builder vb = Verdicts.base(route.name(), event).setCurrentState(nz(claim.fromState()));
           finish(Verdicts.escalate(vb, Layer.BUSINESS, Reason.BUSINESS_REJECTED, why), false);
         }));

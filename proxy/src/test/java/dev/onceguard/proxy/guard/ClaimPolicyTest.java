@@ -80,6 +80,13 @@ class ClaimPolicyTest {
   }
 
   @Test
+  void onLedgerConflict_rejectedRowWithDifferentFingerprint_escalatesKeyCollision_notARedelivery() {
+    LedgerRow r = row("REJECTED", "fp-other", OTHER, SOURCE, null, null);
+
+    assertThat(rejected(ClaimPolicy.onLedgerConflict(attempt("ship"), r)).getReason()).isEqualTo(Reason.KEY_COLLISION);
+  }
+
+  @Test
   void onLedgerConflict_differentFingerprint_escalatesKeyCollision() {
     LedgerRow r = row("DONE", "fp-other", OTHER, new Source("orders", 1, 7L), null, null);
 

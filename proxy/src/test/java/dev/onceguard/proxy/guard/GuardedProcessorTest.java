@@ -171,6 +171,21 @@ class GuardedProcessorTest {
     assertThat(store.decisions).extracting(Verdict::getReason).containsExactly(Reason.BUSINESS_REJECTED);
   }
 
+  @Test
+  void process_businessRejects_butTheClaimWasTakenOverMeanwhile_notEscalated_theNewOwnerDecides() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.reject("no such warehouse"));
+    store.aborts.add(reply(false));
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(escalator.escalations).isEmpty();
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(t.verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+  }
+
   // ------------------------------------------------------------------------- (c) lease lost while forwarding
 
   @Test
