@@ -62,7 +62,7 @@ public final class OrderScenario {
   /** Route names, in machine order; each is also the event its topic mainly carries. */
   public static final List<String> ROUTES = List.of("create", "pay", "prepare", "ship", "deliver");
   /** The deliver route's early-arrival timeout: never-shipped lines escalate after it. */
-  public static final String DELIVER_EARLY_ARRIVAL_TIMEOUT = "5s";
+  public static final String DELIVER_EARLY_ARRIVAL_TIMEOUT = "10s";
   /** Routes whose business key also holds {@code /message_id} (which the fingerprint excludes). */
   public static final Set<String> MESSAGE_ID_IN_KEY = Set.of("deliver");
 

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -84,7 +85,7 @@ final class ScenarioJudge {
     ENTITY_ROW_COUNT("og_entity row count differs from the lines"),
     ENTITY_MISSING("entity missing in og_entity"),
     ENTITY_NOT_FINAL("entity not in its final state, or still pending"),
-    LEDGER_PENDING("og_ledger row left PENDING"),
+    LEDGER_PENDING("og_ledger row left PENDING (or REJECTED without a BUSINESS_REJECTED escalation)"),
     LEDGER_NOT_ONE_DONE_ROW("accepted transition without exactly one DONE og_ledger row"),
     LEDGER_ROW_WRONG("DONE og_ledger row does not describe its delivered transition"),
     LEDGER_ROW_UNEXPECTED("DONE og_ledger row for a transition that must not be applied");
@@ -420,8 +421,18 @@ final class ScenarioJudge {
   }
 
   private void checkLedger() {
+    // a REJECTED row is what a business rejection leaves (so that a replay is flagged): it must
+    // belong to a record escalated as BUSINESS_REJECTED
+    Set<String> businessRejected = new HashSet<>();
+    for (Escalated e : h.escalations()) {
+      if ("BUSINESS_REJECTED".equals(e.header(Headers.REASON))) {
+        businessRejected.add(e.originalCoordinates());
+      }
+    }
     for (LedgerRow r : h.ledger()) {
-      if (!"DONE".equals(r.status())) {
+      boolean explained = "DONE".equals(r.status())
+          || ("REJECTED".equals(r.status()) && businessRejected.contains(r.sourceCoordinates()));
+      if (!explained) {
         add(Problem.LEDGER_PENDING, r.route() + " " + r.entityId() + ":" + r.event() + " " + r.status() + " attempts=" + r.attempts()
             + " from " + r.sourceCoordinates());
       }
