@@ -61,17 +61,17 @@ final class ClaimPolicy {
   /** The INSERT of the ledger row was refused by {@code row}. */
   static Decision onLedgerConflict(Attempt a, LedgerRow row) {
     ExtractedEvent e = a.extracted();
+    if (row.rejected()) {
+      // the business rejected a record under this key and the rejection undid it, so no fact
+      // holds the key: this is the record's replay (rebalance, restart) or its re-drive after a
+      // fix, possibly with corrected content. Claimed again, flagged, since the business has seen
+      // the key; the rejected record itself stays on the escalation topic, so nothing is lost.
+      return new TakeOver(row, false);
+    }
     if (!row.fingerprint().equals(e.fingerprint())) {
-      // checked before anything else, a rejected row included: two contents under one key means
-      // the key is under-specified, whatever became of the first record
       return done(new ClaimResult.Rejected(Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.KEY_COLLISION,
           "dedup key already used by a record with different content (ledger row " + row.status() + " from " + row.source()
               + "): the configured business key does not identify the record; add the missing field")));
-    }
-    if (row.rejected()) {
-      // the business rejected this record before; this is its replay (rebalance, restart) or its
-      // re-drive after a fix: claimed again, flagged, since the business has seen it
-      return new TakeOver(row, false);
     }
     if (row.done()) {
       return done(new ClaimResult.Rejected(Verdicts.duplicate(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,

@@ -80,10 +80,10 @@ class ClaimPolicyTest {
   }
 
   @Test
-  void onLedgerConflict_rejectedRowWithDifferentFingerprint_escalatesKeyCollision_notARedelivery() {
+  void onLedgerConflict_rejectedRowWithOtherContent_isTakenOver_aReDriveMayCarryCorrectedContent() {
     LedgerRow r = row("REJECTED", "fp-other", OTHER, SOURCE, null, null);
 
-    assertThat(rejected(ClaimPolicy.onLedgerConflict(attempt("ship"), r)).getReason()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(ClaimPolicy.onLedgerConflict(attempt("ship"), r)).isEqualTo(new TakeOver(r, false));
   }
 
   @Test
