@@ -158,7 +158,8 @@ public final class Guard implements AutoCloseable {
       return CompletableFuture.completedFuture(done.result());
     }
     if (d instanceof ClaimPolicy.TakeOver t) {
-      return retryingContention(() -> store.takeOver(cmd, t.row(), t.force()), 1).thenCompose(o -> settle(a, cmd, o, races));
+      // counted as a race: a takeover that keeps meeting a changed row must end, like a claim
+      return retryingContention(() -> store.takeOver(cmd, t.row(), t.force()), 1).thenCompose(o -> settle(a, cmd, o, races + 1));
     }
     if (d instanceof ClaimPolicy.ReleaseExpired r) {
       return retryingContention(() -> store.releaseAbandonedApiClaim(cmd.machine(), a.extracted().entityId(), r.entity().pendingKey(),
