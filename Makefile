@@ -5,6 +5,7 @@
 #   make test        stack up, mvn verify with the stack's env, stack down (always)
 #   make demo        build, stack up, scripts/demo.sh, stack down (always)
 #   make bench       build, stack up, the benchmark (BENCH_ARGS), stack down (always)
+#   make bench-quick the same, shorter (BENCH_QUICK_ARGS; SeedBench --quick)
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make clean       stack down, mvn clean, remove .stack/
@@ -18,7 +19,7 @@ ROOT  := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STACK := $(ROOT)/scripts/stack.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench stack-up stack-down clean
+.PHONY: build test demo bench bench-quick stack-up stack-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -49,18 +50,47 @@ demo: build
 	echo "[make] demo finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
 	exit $$rc
 
-# e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
+# make bench         full run: 10,000 records per run, 3 runs per scenario (5-12 min, load-dependent)
+# make bench-quick   3,000 records, one run, SeedBench --quick (2-4 min after the build)
+# Either writes bench/target/results.json, docs/benchmarks.md, docs/benchmarks/*.png and
+# docs/benchmarks/results-<full|quick>.json. Before it, the seed microbenchmark
+# (dev.onceguard.bench.seed.SeedBench, when the bench jar has it) writes bench/target/seed.json,
+# which the bench merges in. e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
 BENCH_ARGS ?=
-bench: build
+BENCH_QUICK_ARGS ?= --records 3000 --repeats 1 --paced-seconds 4 --warmup 1500
+SEED_ARGS ?=
+BENCH_JAR := bench/target/onceguard-bench.jar
+SEED_CLASS := dev/onceguard/bench/seed/SeedBench.class
+
+bench-quick: SEED_ARGS = --quick
+
+# $(1): bench label, $(2): bench arguments. Same shape as `test`: `down` always runs; a failing
+# SeedBench is reported in the exit code but does not keep the main bench from running.
+define bench_recipe
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; \
 	"$(STACK)" up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
-	  ( set -a; . "$(ENV)"; set +a; java -jar bench/target/onceguard-bench.jar $(BENCH_ARGS) ) || rc=$$?; \
+	  rm -f bench/target/seed.json; \
+	  if { command -v unzip >/dev/null && unzip -l "$(BENCH_JAR)" "$(SEED_CLASS)"; } >/dev/null 2>&1 || \
+	     { ! command -v unzip >/dev/null && jar tf "$(BENCH_JAR)" | grep -qx "$(SEED_CLASS)"; }; then \
+	    echo "[make] seed microbenchmark: SeedBench $(SEED_ARGS)"; \
+	    ( set -a; . "$(ENV)"; set +a; java -cp "$(BENCH_JAR)" dev.onceguard.bench.seed.SeedBench $(SEED_ARGS) ) || rc=$$?; \
+	  else \
+	    echo "[make] no $(SEED_CLASS) in $(BENCH_JAR): no seed microbenchmark"; \
+	  fi; \
+	  ( set -a; . "$(ENV)"; set +a; java -jar "$(BENCH_JAR)" --command "make $@" --label $(1) $(2) ) || rc=$$?; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
-	echo "[make] bench finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
+	echo "[make] $@ finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
 	exit $$rc
+endef
+
+bench: build
+	$(call bench_recipe,full,$(BENCH_ARGS))
+
+bench-quick: build
+	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))
 
 stack-up:
 	"$(STACK)" up

@@ -5,10 +5,14 @@ import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.ops.GuardRuntime;
 import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.pipeline.ProcessorFactory;
-import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.v1.Disposition;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -17,178 +21,312 @@ import java.util.Map;
 import java.util.UUID;
 
 /**
- * {@code make bench}: the sidecar's Kafka-to-gRPC pipeline with and without the guard, measured in
- * one run on the real broker, MariaDB and Redis, so that the ratios compare like with like on this
- * (shared, noisy) machine. Every scenario runs {@code --repeats} times, interleaved; the medians
- * are reported.
+ * {@code make bench}: the sidecar's Kafka-to-gRPC pipeline with and without the guard, and two
+ * hand-rolled dedup loops, measured in one run on the real broker, MariaDB and Redis with one
+ * in-process business container, so that the ratios compare like with like on this (shared,
+ * noisy) machine. The scenarios are listed in {@link Scenario}.
  *
- * <ul>
- *   <li><b>baseline</b> — the same pipeline forwarding every record without a guard;
- *   <li><b>guard, no machine</b> — L1 + L2 (an append-only route);
- *   <li><b>guard, machine</b> — L1 + L2 + L3, every record a creating event of a new entity;
- *   <li><b>guard, replay</b> — the machine run's records again, from another topic: all duplicates,
- *       answered by L1 (Redis) without MySQL.
- * </ul>
+ * <ol>
+ *   <li><b>Throughput</b>: every scenario {@code --repeats} times, interleaved. A backlog of
+ *       {@code --records} is produced first, then the consumer starts; records ended per second
+ *       between the first and the last one (group join excluded), and over the same window this
+ *       JVM's and MariaDB's CPU per record.
+ *   <li><b>Record age</b>: at half the median {@code guard_machine} rate of step 1, for the
+ *       scenarios with {@link Scenario#paced}: a warm-up backlog, then records produced on a fixed
+ *       schedule for {@code --paced-seconds}; age = end minus the record's create timestamp.
+ *   <li><b>Memory</b>: the standalone sidecar jar's RSS, idle and under a guarded backlog.
+ * </ol>
  *
- * Throughput: a backlog of {@code --records} is produced first, then the sidecar starts; records
- * finished per second between the first and the last one (group join excluded). Latency: after the
- * backlog, records are produced at {@code --rate} per second for {@code --paced-seconds}; from the
- * record's create timestamp to its end (business answered and, when guarded, confirmed).
+ * Writes {@code bench/target/results.json} (with the seed microbenchmark's
+ * {@code bench/target/seed.json} merged in when present) and regenerates {@code docs/benchmarks.md}
+ * with its charts.
  */
 public final class Bench {
   private Bench() {}
 
-  enum Scenario {
-    BASELINE("baseline (no guard)"),
-    GUARD_APPEND("guard, no machine (L1+L2)"),
-    GUARD_MACHINE("guard, machine (L1+L2+L3)"),
-    GUARD_REPLAY("guard, replay (all L1 hits)");
-
-    final String label;
-
-    Scenario(String label) {
-      this.label = label;
-    }
-  }
-
-  record Options(int records, int repeats, int partitions, int rate, int pacedSeconds, int poolSize) {
+  record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
+      String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args) {
     static Options parse(String[] args) {
-      int records = 20_000;
+      int records = 10_000;
       int repeats = 3;
       int partitions = 6;
-      int rate = 300;
       int paced = 10;
+      int warmup = 2_000;
       int pool = 8;
+      String command = "java -jar bench/target/onceguard-bench.jar";
+      String label = "manual";
+      Path out = Path.of("bench/target/results.json");
+      Path docs = Path.of("docs");
+      Path seed = Path.of("bench/target/seed.json");
+      Path jar = Path.of("proxy/target/onceguard.jar");
+      List<String> shown = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (i + 1 >= args.length) {
           throw new IllegalArgumentException(a + ": needs a value");
         }
-        int v = Integer.parseInt(args[++i]);
+        String v = args[++i];
         switch (a) {
-          case "--records" -> records = v;
-          case "--repeats" -> repeats = v;
-          case "--partitions" -> partitions = v;
-          case "--rate" -> rate = v;
-          case "--paced-seconds" -> paced = v;
-          case "--pool" -> pool = v;
-          default -> throw new IllegalArgumentException("unknown option " + a
-              + " (known: --records, --repeats, --partitions, --rate, --paced-seconds, --pool)");
+          case "--records" -> records = positive(a, v);
+          case "--repeats" -> repeats = positive(a, v);
+          case "--partitions" -> partitions = positive(a, v);
+          case "--paced-seconds" -> paced = positive(a, v);
+          case "--warmup" -> warmup = positive(a, v);
+          case "--pool" -> pool = positive(a, v);
+          case "--command" -> command = v;
+          case "--label" -> label = v;
+          case "--out" -> out = Path.of(v);
+          case "--docs" -> docs = Path.of(v);
+          case "--seed-json" -> seed = Path.of(v);
+          case "--sidecar-jar" -> jar = Path.of(v);
+          default -> throw new IllegalArgumentException("unknown option " + a + " (known: --records, --repeats, --partitions,"
+              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar)");
+        }
+        if (!a.equals("--command") && !a.equals("--label")) {
+          shown.add(a + " " + v);
         }
       }
-      return new Options(records, repeats, partitions, rate, paced, pool);
+      return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown);
+    }
+
+    /** Records before a paced phase: enough for the group to settle (the JIT is warm by then). */
+    int pacedWarmup() {
+      return Math.min(warmup, 300);
+    }
+
+    private static int positive(String name, String v) {
+      int n = Integer.parseInt(v);
+      if (n <= 0) {
+        throw new IllegalArgumentException(name + ": must be positive, was " + v);
+      }
+      return n;
     }
   }
 
   public static void main(String[] args) throws Exception {
     // before the first logger exists: the sidecar's logback.xml reads it (its INFO lines would bury the figures)
     System.setProperty("ONCEGUARD_LOG_LEVEL", System.getProperty("ONCEGUARD_LOG_LEVEL", "WARN"));
+    System.setProperty("java.awt.headless", "true");
+    // the clients' retry warnings on fresh topics (NOT_LEADER_OR_FOLLOWER) are not findings
+    ((ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("org.apache.kafka")).setLevel(ch.qos.logback.classic.Level.ERROR);
     Options o = Options.parse(args);
     Env env = Env.fromEnvironment();
-    System.out.printf(Locale.ROOT,
-        "OnceGuard benchmark: %d records per run, %d partitions, %d repeats; paced phase %d rec/s for %d s; MySQL pool %d%n",
-        o.records(), o.partitions(), o.repeats(), o.rate(), o.pacedSeconds(), o.poolSize());
-    System.out.printf(Locale.ROOT, "machine: %d cores, Kafka %s, MySQL %s:%d, Redis %s%n%n", Runtime.getRuntime().availableProcessors(),
-        env.kafkaBootstrap(), env.mysqlHost(), env.mysqlPort(), env.redisUri());
-    Map<Scenario, List<RunResult>> results = new EnumMap<>(Scenario.class);
+    CpuMeter cpu = CpuMeter.forDatabaseAt(env.mysqlHost());
+    RunInfo info = RunInfo.capture(o, env, cpu);
+    System.out.printf(Locale.ROOT, "OnceGuard benchmark: %d records per throughput run, %d repeats, %d partitions, MySQL pool %d%n",
+        o.records(), o.repeats(), o.partitions(), o.poolSize());
+    System.out.printf(Locale.ROOT, "machine: %d cores, load average %s; Kafka %s, MySQL %s:%d (%s), Redis %s%n%n", info.cores(),
+        info.loadAverage(), env.kafkaBootstrap(), env.mysqlHost(), env.mysqlPort(),
+        cpu.dbPid() > 0 ? "local, mariadbd pid " + cpu.dbPid() : "not local: no database CPU", env.redisUri());
+
+    Map<Scenario, List<Stats>> throughput = new EnumMap<>(Scenario.class);
+    Map<Scenario, List<Stats>> paced = new EnumMap<>(Scenario.class);
+    SidecarRss.Result rss = null;
+    int rate;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
+      Runner runner = new Runner(o, env, kafka, business, cpu);
+      // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, r2dbc, lettuce, JDBC) before the first measured run
+      for (Scenario s : List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)) {
+        Stats st = runner.throughput(s, null, Workload.fresh(o.warmup()), o.warmup());
+        System.out.printf(Locale.ROOT, "warm-up %-22s %9.0f rec/s (not counted)%n", s.id, st.throughput());
+      }
       for (int rep = 1; rep <= o.repeats(); rep++) {
-        for (Scenario s : List.of(Scenario.BASELINE, Scenario.GUARD_APPEND, Scenario.GUARD_MACHINE)) {
-          String db = s == Scenario.BASELINE ? null : "og_bench_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-          try {
-            RunResult r = run(s, o, env, kafka, business, db, null);
-            results.computeIfAbsent(s, k -> new ArrayList<>()).add(r);
-            print(rep, s, r);
-            if (s == Scenario.GUARD_MACHINE) {
-              RunResult replay = run(Scenario.GUARD_REPLAY, o, env, kafka, business, db, r.workload());
-              results.computeIfAbsent(Scenario.GUARD_REPLAY, k -> new ArrayList<>()).add(replay);
-              print(rep, Scenario.GUARD_REPLAY, replay);
-            }
-          } finally {
-            if (db != null) {
-              env.dropDatabase(db);
-            }
+        for (Scenario s : List.of(Scenario.BASELINE, Scenario.GUARD_NO_MACHINE, Scenario.HAND_A, Scenario.HAND_B)) {
+          record(throughput, rep, s, runner.throughput(s, null, Workload.fresh(o.records()), o.records()));
+        }
+        // the machine run's database and records serve the two duplicate scenarios after it
+        String db = newDatabaseName();
+        try {
+          Workload w = Workload.fresh(o.records());
+          record(throughput, rep, Scenario.GUARD_MACHINE, runner.throughput(Scenario.GUARD_MACHINE, db, w, o.records()));
+          record(throughput, rep, Scenario.REPLAY, runner.throughput(Scenario.REPLAY, db, w, o.records()));
+          record(throughput, rep, Scenario.REDIS_DOWN_DUPLICATES, runner.throughput(Scenario.REDIS_DOWN_DUPLICATES, db, w, o.records()));
+        } finally {
+          env.dropDatabase(db);
+        }
+      }
+      rate = (int) Math.max(1, Math.round(median(throughput.get(Scenario.GUARD_MACHINE).stream().mapToDouble(Stats::throughput)) / 2));
+      System.out.printf(Locale.ROOT, "%npaced runs at %d rec/s (half the median guard_machine rate) for %d s each%n", rate,
+          o.pacedSeconds());
+      for (int rep = 1; rep <= o.repeats(); rep++) {
+        for (Scenario s : Scenario.values()) {
+          if (s.paced) {
+            Stats st = runner.paced(s, rate);
+            paced.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
+            System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%n", rep, s.id, st.p50(), st.p99(),
+                st.count());
           }
         }
       }
-    }
-    report(results);
-  }
-
-  /**
-   * One run: topic, backlog, sidecar, wait, paced phase, close.
-   *
-   * @param replayOf for the replay scenario, the machine run's workload to send again
-   */
-  private static RunResult run(Scenario s, Options o, Env env, BenchKafka kafka, Business business, String database,
-      Workload replayOf) throws Exception {
-    String topic = kafka.createTopic("bench-" + s.name().toLowerCase(Locale.ROOT).replace('_', '-'), o.partitions());
-    Workload w = replayOf == null ? Workload.fresh(o.records()) : replayOf;
-    kafka.produce(topic, w.backlog());
-    Completions done = new Completions();
-    business.onReceive(topic, s == Scenario.BASELINE ? done : null);
-    SidecarConfig cfg = new ConfigReader(Map.of()).parse(env.yaml(s, topic, database, business.target(), o.poolSize()), "bench-" + s);
-    long roundTrips0 = Db.roundTrips();
-    GuardRuntime runtime = s == Scenario.BASELINE ? null : new GuardRuntime(cfg, Clock.SYSTEM);
-    ProcessorFactory processors = runtime == null ? ProcessorFactory.forwarding()
-        : runtime.processors((record, verdict, forwarded) -> {
-          if (verdict.getDisposition() != Disposition.ILLEGAL_TRANSITION_ESCALATE) {
-            done.add(record.timestamp());
-          } else {
-            done.failed(verdict.getReason() + ": " + verdict.getDetail());
-          }
-        });
-    Sidecar sidecar = new Sidecar(cfg, processors, runtime == null ? List.of() : runtime.services());
-    try {
-      sidecar.start();
-      done.await(o.records(), Duration.ofMinutes(3));
-      Stats backlog = done.stats();
-      Stats paced = null;
-      if (s != Scenario.GUARD_REPLAY && o.pacedSeconds() > 0) {
-        done.reset();
-        int n = o.rate() * o.pacedSeconds();
-        kafka.producePaced(topic, w.paced(n), o.rate());
-        done.await(n, Duration.ofMinutes(2));
-        paced = done.stats();
+      if (Files.isRegularFile(o.sidecarJar())) {
+        try {
+          rss = runner.sidecarRss();
+          System.out.printf(Locale.ROOT, "%nsidecar RSS: idle %.0f MB, under load %.0f MB%n", rss.idleMb(), rss.loadMb());
+        } catch (Exception e) {
+          System.err.println("sidecar RSS not measured: " + e);
+        }
+      } else {
+        System.err.println("sidecar RSS not measured: no " + o.sidecarJar() + " (make build packages it)");
       }
-      long roundTrips = Db.roundTrips() - roundTrips0;
-      return new RunResult(backlog.throughput(), paced, roundTrips / (double) (o.records() + (paced == null ? 0 : paced.count())), w);
-    } finally {
-      sidecar.close();
-      if (runtime != null) {
-        runtime.close();
-      }
-      business.onReceive(topic, null);
     }
+    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson());
+    results.print();
+    results.writeJson(o.out());
+    Path copy = o.docs().resolve("benchmarks").resolve("results-" + o.label() + ".json");
+    Files.createDirectories(copy.getParent());
+    results.writeJson(copy);
+    new BenchPage(o, info, results, copy).write();
+    System.out.println("\nwrote " + o.out() + ", " + copy + ", " + o.docs().resolve("benchmarks.md") + " and its charts");
   }
 
-  record RunResult(double throughput, Stats paced, double roundTripsPerRecord, Workload workload) {}
-
-  private static void print(int rep, Scenario s, RunResult r) {
-    System.out.printf(Locale.ROOT, "run %d  %-30s %8.0f rec/s%s  %.1f MySQL round trips/record%n", rep, s.label, r.throughput(),
-        r.paced() == null ? "" : String.format(Locale.ROOT, "   paced: p50 %5.1f ms  p99 %6.1f ms", r.paced().p50(), r.paced().p99()),
-        r.roundTripsPerRecord());
+  private static void record(Map<Scenario, List<Stats>> into, int rep, Scenario s, Stats st) {
+    into.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
+    System.out.printf(Locale.ROOT, "run %d  %-22s %9.0f rec/s   JVM %6.3f ms/rec (JIT %5.3f)   MariaDB %s ms/rec%s%n", rep, s.id,
+        st.throughput(), st.jvmCpuMsPerRecord(), st.jitCpuMsPerRecord(), st.dbCpuMsPerRecord() == null ? "-" : String.format(Locale.ROOT, "%6.3f", st.dbCpuMsPerRecord()),
+        st.answeredBy().isEmpty() ? "" : "   answered by " + st.answeredBy());
   }
 
-  private static void report(Map<Scenario, List<RunResult>> results) {
-    double base = median(results.get(Scenario.BASELINE).stream().mapToDouble(RunResult::throughput).toArray());
-    System.out.printf(Locale.ROOT, "%nMedians over %d runs%n", results.get(Scenario.BASELINE).size());
-    System.out.printf(Locale.ROOT, "%-30s %12s %10s %12s %12s %14s%n", "scenario", "rec/s", "vs base", "paced p50", "paced p99",
-        "MySQL RT/rec");
-    for (Map.Entry<Scenario, List<RunResult>> e : results.entrySet()) {
-      List<RunResult> rs = e.getValue();
-      double tp = median(rs.stream().mapToDouble(RunResult::throughput).toArray());
-      boolean paced = rs.get(0).paced() != null;
-      System.out.printf(Locale.ROOT, "%-30s %12.0f %9.2fx %12s %12s %14.1f%n", e.getKey().label, tp, tp / base,
-          paced ? String.format(Locale.ROOT, "%.1f ms", median(rs.stream().mapToDouble(r -> r.paced().p50()).toArray())) : "-",
-          paced ? String.format(Locale.ROOT, "%.1f ms", median(rs.stream().mapToDouble(r -> r.paced().p99()).toArray())) : "-",
-          median(rs.stream().mapToDouble(RunResult::roundTripsPerRecord).toArray()));
+  static String newDatabaseName() {
+    return "og_bench_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+  }
+
+  /** Median of the values, or NaN for none. */
+  static double median(java.util.stream.DoubleStream values) {
+    double[] s = values.filter(v -> !Double.isNaN(v)).sorted().toArray();
+    if (s.length == 0) {
+      return Double.NaN;
     }
-  }
-
-  static double median(double[] xs) {
-    double[] s = xs.clone();
-    java.util.Arrays.sort(s);
     return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  }
+
+  /** Where and when the run happened, for the page. */
+  record RunInfo(String date, int cores, String loadAverage, String mariadbVersion, long mariadbPid) {
+    static RunInfo capture(Options o, Env env, CpuMeter cpu) {
+      String load;
+      try {
+        String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
+        load = f[0] + " / " + f[1] + " / " + f[2];
+      } catch (Exception e) {
+        load = "?";
+      }
+      String version;
+      try (var c = java.sql.DriverManager.getConnection(env.jdbcUrl(env.mysqlDatabase()), env.mysqlUser(), env.mysqlPassword());
+          var rs = c.createStatement().executeQuery("SELECT VERSION()")) {
+        version = rs.next() ? rs.getString(1) : "?";
+      } catch (Exception e) {
+        version = "?";
+      }
+      String date = ZonedDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm 'UTC'", Locale.ROOT));
+      return new RunInfo(date, Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
+    }
+  }
+
+  /** Runs one scenario against the shared broker, business and services. */
+  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu) {
+
+    /**
+     * A backlog of {@code w} then the consumer; until every record ended. {@code database}: the
+     * machine run's, shared with the duplicate scenarios after it (the caller drops it); null for
+     * a scenario that makes its own.
+     */
+    Stats throughput(Scenario s, String database, Workload w, int records) throws Exception {
+      String topic = kafka.createTopic("bench-" + s.id.replace('_', '-'), o.partitions());
+      kafka.produce(topic, w.backlog());
+      Completions done = new Completions(cpu);
+      done.reset(records);
+      String db = database != null ? database : s.ownDatabase() ? newDatabaseName() : null;
+      try (AutoCloseable consumer = start(s, topic, db, done)) {
+        done.await(records, Duration.ofMinutes(5));
+        return done.stats();
+      } finally {
+        if (database == null && db != null) {
+          env.dropDatabase(db);
+        }
+      }
+    }
+
+    /** A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds}. */
+    Stats paced(Scenario s, int rate) throws Exception {
+      String topic = kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
+      Workload w = Workload.fresh(o.pacedWarmup());
+      kafka.produce(topic, w.backlog());
+      Completions done = new Completions(cpu);
+      done.reset(o.pacedWarmup());
+      String db = s.ownDatabase() ? newDatabaseName() : null;
+      try (AutoCloseable consumer = start(s, topic, db, done)) {
+        done.await(o.pacedWarmup(), Duration.ofMinutes(3));
+        int n = rate * o.pacedSeconds();
+        done.reset(n);
+        kafka.producePaced(topic, w.paced(n), rate);
+        done.await(n, Duration.ofMinutes(3));
+        return done.stats();
+      } finally {
+        if (db != null) {
+          env.dropDatabase(db);
+        }
+      }
+    }
+
+    private AutoCloseable start(Scenario s, String topic, String db, Completions done) throws Exception {
+      return switch (s) {
+        case HAND_A -> HandRolled.redisSetNx(env, topic, business.target(), done, "ogbench:hand:" + topic + ":");
+        case HAND_B -> HandRolled.insertIgnore(env, topic, business.target(), done, db);
+        default -> startSidecar(s, topic, db, done);
+      };
+    }
+
+    private AutoCloseable startSidecar(Scenario s, String topic, String db, Completions done) throws Exception {
+      String redis = s == Scenario.REDIS_DOWN_DUPLICATES ? "redis://127.0.0.1:" + SidecarRss.freePort() : env.redisUri();
+      SidecarConfig cfg = new ConfigReader(Map.of()).parse(
+          env.yaml(s.machine(), topic, db, business.target(), o.poolSize(), redis, "127.0.0.1:0"), "bench-" + s.id);
+      business.onReceive(topic, s == Scenario.BASELINE ? done : null);
+      GuardRuntime runtime = s == Scenario.BASELINE ? null : new GuardRuntime(cfg, Clock.SYSTEM);
+      ProcessorFactory processors = runtime == null ? ProcessorFactory.forwarding()
+          : runtime.processors((record, verdict, forwarded) -> {
+            if (verdict.getDisposition() != Disposition.ILLEGAL_TRANSITION_ESCALATE) {
+              done.add(record.timestamp(), verdict.getLayer().name());
+            } else {
+              done.failed(verdict.getReason() + ": " + verdict.getDetail());
+            }
+          });
+      Sidecar sidecar = new Sidecar(cfg, processors, runtime == null ? List.of() : runtime.services());
+      AutoCloseable stop = () -> {
+        try {
+          sidecar.close();
+          if (runtime != null) {
+            runtime.close();
+          }
+        } finally {
+          business.onReceive(topic, null);
+        }
+      };
+      try {
+        sidecar.start();
+        return stop;
+      } catch (Exception | Error e) {
+        stop.close();
+        throw e;
+      }
+    }
+
+    /** The packaged sidecar as its own process, on a guarded (state-machine) backlog of {@code --records}. */
+    SidecarRss.Result sidecarRss() throws Exception {
+      String topic = kafka.createTopic("bench-rss", o.partitions());
+      String db = newDatabaseName();
+      int port = SidecarRss.freePort();
+      Completions seen = new Completions(cpu);
+      seen.reset(o.records());
+      business.onReceive(topic, seen);
+      try {
+        String yaml = env.yaml(true, topic, db, business.target(), o.poolSize(), env.redisUri(), "127.0.0.1:" + port);
+        return SidecarRss.measure(o.sidecarJar(), o.out().toAbsolutePath().getParent(), yaml, port, () -> {
+          kafka.produce(topic, Workload.fresh(o.records()).backlog());
+          seen.await(o.records(), Duration.ofMinutes(5));
+        });
+      } finally {
+        business.onReceive(topic, null);
+        env.dropDatabase(db);
+      }
+    }
   }
 }

@@ -27,15 +27,21 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
     return v == null || v.isBlank() ? def : v.trim();
   }
 
-  /** One scenario's sidecar; guarded runs use their own database and Redis key prefix. */
-  String yaml(Bench.Scenario s, String topic, String database, String target, int poolSize) {
-    boolean machine = s == Bench.Scenario.GUARD_MACHINE || s == Bench.Scenario.GUARD_REPLAY;
+  /**
+   * One sidecar's configuration: a single route over {@code topic}, guarded runs with their own
+   * database and Redis key prefix.
+   *
+   * @param machine whether the route has the state machine (L3)
+   * @param redis the L1 URI, this environment's Redis unless a scenario points it elsewhere
+   * @param grpcListen the sidecar's own gRPC address ({@code 127.0.0.1:0} in process)
+   */
+  String yaml(boolean machine, String topic, String database, String target, int poolSize, String redis, String grpcListen) {
     String db = database == null ? mysqlDatabase : database;
     return """
-        sidecar: {instance-id: bench, grpc-listen: 127.0.0.1:0, commit-interval: 500ms}
+        sidecar: {instance-id: bench, grpc-listen: '%s', commit-interval: 500ms}
         kafka: {bootstrap-servers: %s}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: %d}
-        redis: {uri: %s, key-prefix: 'ogbench:%s:'}
+        redis: {uri: '%s', key-prefix: 'ogbench:%s:'}
         machines:
           order:
             states: [created, done]
@@ -50,8 +56,13 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
             fingerprint-exclude: [/note]
             target: %s
             redis-ttl: 1h
-        """.formatted(kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, poolSize, redisUri, db, topic,
-        topic + "-group", machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
+        """.formatted(grpcListen, kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, poolSize,
+        redis, db, topic, topic + "-group", machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
+  }
+
+  /** A JDBC URL of this environment's MySQL, for {@code database}. */
+  String jdbcUrl(String database) {
+    return "jdbc:mariadb://" + mysqlHost + ":" + mysqlPort + "/" + database;
   }
 
   void dropDatabase(String database) {

@@ -1,8 +1,17 @@
 package dev.onceguard.bench;
 
 /**
+ * One measured window.
+ *
  * @param throughput records ended per second, first to last
- * @param p50 median latency from the record's create timestamp to its end, ms
+ * @param p50 median age of a record at its end (from its Kafka create timestamp), ms
  * @param p99 99th percentile of the same, ms
+ * @param jvmCpuMsPerRecord this JVM's CPU over the window per record, or null when not sampled
+ * @param jitCpuMsPerRecord the JIT compiler threads' part of {@code jvmCpuMsPerRecord}, or null
+ * @param dbCpuMsPerRecord the local MariaDB server's CPU over the window per record, or null
+ * @param agesMs every record's age at its end, sorted, ms (whole milliseconds: Kafka timestamps)
+ * @param answeredBy guarded records per layer of their verdict (empty without a guard)
  */
-record Stats(int count, double throughput, double p50, double p99) {}
+record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
+    Double dbCpuMsPerRecord,
+    double[] agesMs, java.util.Map<String, Integer> answeredBy) {}

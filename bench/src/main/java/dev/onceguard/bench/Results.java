@@ -1,0 +1,134 @@
+package dev.onceguard.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * The run's figures: per scenario the medians over its repeats, the seed microbenchmark's rows
+ * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes the contract of issue 9:
+ * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
+ * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}; values that
+ * were not measured are null.
+ */
+final class Results {
+  private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+  /** One scenario's medians; {@code runs} keeps the per-repeat figures for the page. */
+  record Row(Scenario scenario, Double recPerS, Double ratio, Double jvmCpu, Double jitCpu, Double dbCpu, Double p50, Double p99, List<Stats> runs,
+      List<Stats> pacedRuns) {}
+
+  final Bench.RunInfo info;
+  final Map<Scenario, Row> rows;
+  final int pacedRate;
+  final SidecarRss.Result rss;
+  final JsonNode seed;
+  final boolean seedPresent;
+
+  private Results(Bench.RunInfo info, Map<Scenario, Row> rows, int pacedRate, SidecarRss.Result rss, JsonNode seed, boolean seedPresent) {
+    this.info = info;
+    this.rows = rows;
+    this.pacedRate = pacedRate;
+    this.rss = rss;
+    this.seed = seed;
+    this.seedPresent = seedPresent;
+  }
+
+  static Results of(Bench.RunInfo info, Map<Scenario, List<Stats>> throughput, Map<Scenario, List<Stats>> paced, int rate,
+      SidecarRss.Result rss, Path seedJson) throws IOException {
+    Double base = median(throughput.get(Scenario.BASELINE), Stats::throughput);
+    Map<Scenario, Row> rows = new LinkedHashMap<>();
+    for (Scenario s : Scenario.values()) {
+      List<Stats> runs = throughput.getOrDefault(s, List.of());
+      List<Stats> p = paced.getOrDefault(s, List.of());
+      Double tp = median(runs, Stats::throughput);
+      rows.put(s, new Row(s, tp, tp == null || base == null ? null : tp / base, median(runs, Stats::jvmCpuMsPerRecord),
+          median(runs, Stats::jitCpuMsPerRecord), median(runs, Stats::dbCpuMsPerRecord), median(p, Stats::p50), median(p, Stats::p99), runs, p));
+    }
+    JsonNode seed = JSON.createArrayNode();
+    boolean present = false;
+    if (Files.isRegularFile(seedJson)) {
+      JsonNode n = JSON.readTree(seedJson.toFile());
+      if (n != null && n.isArray()) {
+        seed = n;
+        present = true;
+      } else {
+        System.err.println(seedJson + " is not a JSON array: not merged");
+      }
+    }
+    return new Results(info, rows, rate, rss, seed, present);
+  }
+
+  /** Median of the non-null, finite values, or null when there are none. */
+  static Double median(List<Stats> runs, Function<Stats, ? extends Number> f) {
+    double m = Bench.median(runs.stream().map(f).filter(Objects::nonNull).mapToDouble(Number::doubleValue)
+        .filter(Double::isFinite));
+    return Double.isNaN(m) ? null : m;
+  }
+
+  void writeJson(Path path) throws IOException {
+    Map<String, Object> scenarios = new LinkedHashMap<>();
+    for (Row r : rows.values()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("rec_per_s", round(r.recPerS(), 1));
+      m.put("ratio_vs_baseline", round(r.ratio(), 3));
+      m.put("jvm_cpu_ms_per_record", round(r.jvmCpu(), 4));
+      m.put("db_cpu_ms_per_record", round(r.dbCpu(), 4));
+      m.put("p50_ms", round(r.p50(), 2));
+      m.put("p99_ms", round(r.p99(), 2));
+      scenarios.put(r.scenario().id, m);
+    }
+    Map<String, Object> rssMb = new LinkedHashMap<>();
+    rssMb.put("idle", rss == null ? null : round(rss.idleMb(), 1));
+    rssMb.put("load", rss == null ? null : round(rss.loadMb(), 1));
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("scenarios", scenarios);
+    root.put("seed", seed);
+    root.put("rss_mb", rssMb);
+    Path parent = path.toAbsolutePath().getParent();
+    Files.createDirectories(parent);
+    JSON.writeValue(path.toFile(), root);
+  }
+
+  static Double round(Double v, int digits) {
+    if (v == null || !Double.isFinite(v)) {
+      return null;
+    }
+    double f = Math.pow(10, digits);
+    return Math.round(v * f) / f;
+  }
+
+  /** The seed rows as plain maps (field order as written). */
+  List<Map<String, Object>> seedRows() {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (JsonNode n : seed) {
+      out.add(JSON.convertValue(n, JSON.getTypeFactory().constructMapType(LinkedHashMap.class, String.class, Object.class)));
+    }
+    return out;
+  }
+
+  void print() {
+    System.out.printf(Locale.ROOT, "%nMedians (%d throughput runs per scenario; paced at %d rec/s)%n",
+        rows.get(Scenario.BASELINE).runs().size(), pacedRate);
+    System.out.printf(Locale.ROOT, "%-22s %10s %9s %12s %12s %9s %9s%n", "scenario", "rec/s", "vs base", "JVM ms/rec", "DB ms/rec",
+        "p50 ms", "p99 ms");
+    for (Row r : rows.values()) {
+      System.out.printf(Locale.ROOT, "%-22s %10s %9s %12s %12s %9s %9s%n", r.scenario().id, fmt(r.recPerS(), 0), fmt(r.ratio(), 2),
+          fmt(r.jvmCpu(), 3), fmt(r.dbCpu(), 3), fmt(r.p50(), 1), fmt(r.p99(), 1));
+    }
+  }
+
+  static String fmt(Double v, int digits) {
+    return v == null || !Double.isFinite(v) ? "–" : String.format(Locale.ROOT, "%,." + digits + "f", v);
+  }
+}

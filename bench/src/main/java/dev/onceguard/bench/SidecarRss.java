@@ -1,0 +1,126 @@
+package dev.onceguard.bench;
+
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Resident memory of the sidecar as operators run it ({@code java -Xmx384m -jar onceguard.jar run
+ * --config FILE}, the integration tests' {@code SidecarProcess} flags): VmRSS from
+ * {@code /proc/<pid>/status} once it is SERVING and has sat idle for a few seconds, and the largest
+ * VmRSS sampled every 50 ms while it works off a guarded backlog (state-machine route).
+ */
+final class SidecarRss {
+  static final List<String> JVM_FLAGS = List.of("-Xmx384m");
+  private static final Duration SETTLE = Duration.ofSeconds(3);
+
+  record Result(double idleMb, double loadMb) {}
+
+  private SidecarRss() {}
+
+  /**
+   * @param yaml the sidecar's configuration, listening on {@code grpcPort}
+   * @param load sends the backlog, waits until the business saw all of it, returns when done
+   */
+  static Result measure(Path jar, Path workDir, String yaml, int grpcPort, LoadRun load) throws Exception {
+    Files.createDirectories(workDir);
+    Path config = workDir.resolve("rss-sidecar.yaml");
+    Files.writeString(config, yaml);
+    Path log = workDir.resolve("rss-sidecar.log");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    List<String> cmd = new java.util.ArrayList<>(List.of(java));
+    cmd.addAll(JVM_FLAGS);
+    cmd.addAll(List.of("-jar", jar.toString(), "run", "--config", config.toString()));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    try {
+      awaitServing(p, grpcPort, Duration.ofSeconds(60), log);
+      Thread.sleep(SETTLE.toMillis());
+      double idle = rssMb(p.pid());
+      double[] peak = {idle};
+      Thread sampler = new Thread(() -> {
+        while (!Thread.currentThread().isInterrupted() && p.isAlive()) {
+          peak[0] = Math.max(peak[0], rssMb(p.pid()));
+          try {
+            Thread.sleep(50);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+      }, "rss-sampler");
+      sampler.start();
+      try {
+        load.run();
+        Thread.sleep(500); // the last confirms
+      } finally {
+        sampler.interrupt();
+        sampler.join();
+      }
+      return new Result(idle, Math.max(peak[0], rssMb(p.pid())));
+    } finally {
+      p.destroy();
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        p.waitFor(10, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  @FunctionalInterface
+  interface LoadRun {
+    void run() throws Exception;
+  }
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static double rssMb(long pid) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+        if (line.startsWith("VmRSS:")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0; // kB
+        }
+      }
+    } catch (IOException | RuntimeException gone) {
+      // the process ended
+    }
+    return 0;
+  }
+
+  private static void awaitServing(Process p, int port, Duration timeout, Path log) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", port, InsecureChannelCredentials.create()).build();
+    try {
+      while (System.nanoTime() < deadline) {
+        if (!p.isAlive()) {
+          throw new IllegalStateException("the sidecar exited with " + p.exitValue() + " before serving; see " + log);
+        }
+        try {
+          if (HealthGrpc.newBlockingStub(ch).withDeadlineAfter(1, TimeUnit.SECONDS)
+              .check(HealthCheckRequest.newBuilder().setService("").build()).getStatus() == ServingStatus.SERVING) {
+            return;
+          }
+        } catch (RuntimeException notYet) {
+          // not listening yet
+        }
+        Thread.sleep(200);
+      }
+      throw new IllegalStateException("the sidecar was not SERVING within " + timeout + "; see " + log);
+    } finally {
+      ch.shutdownNow();
+      ch.awaitTermination(2, TimeUnit.SECONDS);
+    }
+  }
+}
