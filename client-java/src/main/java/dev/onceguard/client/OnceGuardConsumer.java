@@ -103,6 +103,11 @@ import org.apache.kafka.common.serialization.Deserializer;
  *       rule of {@link MessageHandlerAdapter}, and logged — there is no {@code seek} to skip it
  *       with, and the escalation topic keeps its bytes. The timestamp type is always
  *       {@code CREATE_TIME} and the leader epoch empty (the contract does not carry them).
+ *   <li><b>kafka-clients versions.</b> Runs on kafka-clients 3.0 to 4.x, whichever the
+ *       application's build resolved; the constructors check the version and throw an
+ *       {@link IllegalStateException} naming the supported range on any other. Methods that only
+ *       the 3.x {@code Consumer} declares ({@code poll(long)}, {@code committed(TopicPartition)})
+ *       are implemented too.
  *   <li><b>Reconnects.</b> When the stream ends unexpectedly, {@code poll} resubscribes with
  *       exponential backoff ({@code reconnect.backoff.ms} to {@code reconnect.backoff.max.ms}).
  *       Statuses that resubscribing cannot fix (unknown route, route not in pull mode, not
@@ -163,6 +168,7 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    * @param configs see {@link OnceGuardConsumerConfig}; {@code onceguard.target} and
    *     {@code onceguard.route} are required
    * @throws org.apache.kafka.common.config.ConfigException naming a missing or invalid key
+   * @throws IllegalStateException if the kafka-clients on the classpath is outside 3.0 to 4.x
    */
   public OnceGuardConsumer(Map<String, Object> configs) {
     this(configs, null, null);
@@ -175,6 +181,7 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    * @param properties see {@link OnceGuardConsumerConfig}; {@code onceguard.target} and
    *     {@code onceguard.route} are required
    * @throws org.apache.kafka.common.config.ConfigException naming a missing or invalid key
+   * @throws IllegalStateException if the kafka-clients on the classpath is outside 3.0 to 4.x
    */
   public OnceGuardConsumer(Properties properties) {
     this(ConsumerSettings.toMap(properties), null, null);
@@ -189,6 +196,7 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    * @param keyDeserializer key deserializer, or {@code null} to use {@code key.deserializer}
    * @param valueDeserializer value deserializer, or {@code null} to use {@code value.deserializer}
    * @throws org.apache.kafka.common.config.ConfigException naming a missing or invalid key
+   * @throws IllegalStateException if the kafka-clients on the classpath is outside 3.0 to 4.x
    */
   public OnceGuardConsumer(Properties properties, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
     this(ConsumerSettings.toMap(properties), keyDeserializer, valueDeserializer);
@@ -203,6 +211,7 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    * @param keyDeserializer key deserializer, or {@code null} to use {@code key.deserializer}
    * @param valueDeserializer value deserializer, or {@code null} to use {@code value.deserializer}
    * @throws org.apache.kafka.common.config.ConfigException naming a missing or invalid key
+   * @throws IllegalStateException if the kafka-clients on the classpath is outside 3.0 to 4.x
    */
   public OnceGuardConsumer(
       Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
@@ -221,6 +230,7 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    * @param keyDeserializer key deserializer, or {@code null} to use {@code key.deserializer}
    * @param valueDeserializer value deserializer, or {@code null} to use {@code value.deserializer}
    * @throws org.apache.kafka.common.config.ConfigException naming a missing or invalid key
+   * @throws IllegalStateException if the kafka-clients on the classpath is outside 3.0 to 4.x
    */
   public OnceGuardConsumer(
       Channel channel, Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
@@ -228,6 +238,11 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
       throw new IllegalArgumentException("channel must not be null");
     }
     this.delegate = PullConsumer.create(configs, channel, keyDeserializer, valueDeserializer);
+  }
+
+  /** For tests that build the delegate themselves (to make a step of poll fail). */
+  OnceGuardConsumer(PullConsumer<K, V> delegate) {
+    this.delegate = delegate;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -393,7 +408,9 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    *
    * @param timeout maximum time to block; zero returns what is buffered
    * @return records, grouped by partition, each partition sorted by offset; {@code nextOffsets}
-   *     holds each partition's highest offset + 1
+   *     (kafka-clients 4.0 and later) holds each partition's highest offset + 1. A record counts as
+   *     polled, and a commit acknowledges it, only once poll has returned it: if poll throws,
+   *     none of the batch it was building is acknowledged by a later commit
    * @throws org.apache.kafka.common.errors.WakeupException if {@link #wakeup()} was called
    * @throws org.apache.kafka.common.errors.InterruptException if the thread was interrupted
    * @throws org.apache.kafka.common.KafkaException if a record's topic is outside the
@@ -403,6 +420,23 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
   @Override
   public ConsumerRecords<K, V> poll(Duration timeout) {
     return delegate.poll(timeout);
+  }
+
+  /**
+   * Same as {@link #poll(Duration)} with this many milliseconds. {@code Consumer} declares it up
+   * to kafka-clients 3.x (deprecated there, removed in 4.0); it is here so that code calling it
+   * through the 3.x interface gets records rather than an {@code AbstractMethodError}.
+   *
+   * @param timeoutMs maximum time to block, in milliseconds
+   * @return see {@link #poll(Duration)}
+   * @deprecated as in kafka-clients 3.x: use {@link #poll(Duration)}
+   */
+  @Deprecated
+  public ConsumerRecords<K, V> poll(long timeoutMs) {
+    if (timeoutMs < 0) {
+      throw new IllegalArgumentException("Timeout must not be negative");
+    }
+    return delegate.poll(Duration.ofMillis(timeoutMs));
   }
 
   /**
@@ -564,6 +598,30 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
    */
   @Override
   public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
+    throw committedUnsupported();
+  }
+
+  /**
+   * Not supported; see {@link #committed(Set)}. {@code Consumer} declares it up to
+   * kafka-clients 3.x; it is here so that code calling it through the 3.x interface gets this
+   * explanation rather than an {@code AbstractMethodError}.
+   *
+   * @throws UnsupportedOperationException always
+   * @deprecated as in kafka-clients 3.x: use {@link #committed(Set)}
+   */
+  @Deprecated
+  public OffsetAndMetadata committed(TopicPartition partition) {
+    throw committedUnsupported();
+  }
+
+  /**
+   * Not supported; see {@link #committed(TopicPartition)}.
+   *
+   * @throws UnsupportedOperationException always
+   * @deprecated as in kafka-clients 3.x: use {@link #committed(Set, Duration)}
+   */
+  @Deprecated
+  public OffsetAndMetadata committed(TopicPartition partition, Duration timeout) {
     throw committedUnsupported();
   }
 

@@ -85,6 +85,7 @@ public final class PullConsumer<K, V> {
   private final Deserializer<K> keyDeserializer;
   private final Deserializer<V> valueDeserializer;
   private final RecordConverter<K, V> converter;
+  private final RecordsFactory recordsFactory;
   private final FailureClassifier classifier = new FailureClassifier(FailureOutcome.RETRY);
   private final SingleThreadAccess access = new SingleThreadAccess("OnceGuardConsumer");
   private final BlockingQueue<StreamEvent> events = new LinkedBlockingQueue<>();
@@ -109,13 +110,15 @@ public final class PullConsumer<K, V> {
       ManagedChannel ownedChannel,
       ConsumerSettings settings,
       Deserializer<K> keyDeserializer,
-      Deserializer<V> valueDeserializer) {
+      Deserializer<V> valueDeserializer,
+      RecordsFactory recordsFactory) {
     this.channel = channel;
     this.ownedChannel = ownedChannel;
     this.settings = settings;
     this.keyDeserializer = keyDeserializer;
     this.valueDeserializer = valueDeserializer;
     this.converter = new RecordConverter<>(keyDeserializer, valueDeserializer);
+    this.recordsFactory = recordsFactory;
   }
 
   /**
@@ -128,9 +131,25 @@ public final class PullConsumer<K, V> {
    *     {@code onceguard.target}
    * @param keyDeserializer key deserializer, or {@code null} to create it from the configuration
    * @param valueDeserializer value deserializer, or {@code null} likewise
+   * @throws IllegalStateException if the kafka-clients on the classpath is not a supported version
    */
   public static <K, V> PullConsumer<K, V> create(
       Map<String, ?> configs, Channel channel, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
+    // Before anything is opened or configured: an unsupported kafka-clients would otherwise
+    // only show as a NoSuchMethodError in the first poll that has records.
+    return create(configs, channel, keyDeserializer, valueDeserializer, KafkaClientsCompat.forRunningVersion());
+  }
+
+  /**
+   * Like {@link #create(Map, Channel, Deserializer, Deserializer)}, with the factory that builds
+   * each poll's {@code ConsumerRecords} given (tests make it fail).
+   */
+  public static <K, V> PullConsumer<K, V> create(
+      Map<String, ?> configs,
+      Channel channel,
+      Deserializer<K> keyDeserializer,
+      Deserializer<V> valueDeserializer,
+      RecordsFactory recordsFactory) {
     ConsumerSettings settings = ConsumerSettings.parse(configs, channel != null);
     Deserializer<K> key = keyDeserializer != null
         ? keyDeserializer
@@ -145,7 +164,7 @@ public final class PullConsumer<K, V> {
       throw e;
     }
     ManagedChannel owned = channel == null ? Channels.open(settings.target()) : null;
-    return new PullConsumer<>(channel != null ? channel : owned, owned, settings, key, value);
+    return new PullConsumer<>(channel != null ? channel : owned, owned, settings, key, value, recordsFactory);
   }
 
   @SuppressWarnings("unchecked")
@@ -358,6 +377,12 @@ public final class PullConsumer<K, V> {
   /**
    * Returns up to max.poll.records deliveries of unpaused partitions as records; {@code null}
    * if none is ready.
+   *
+   * <p>A delivery becomes outstanding (what a commit acknowledges OK) only once the whole batch
+   * is built, just before poll returns it. If any step throws (a deserializer's {@code Error},
+   * building {@code ConsumerRecords}), the batch goes back to the front of the buffer untouched:
+   * nothing was acknowledged, not even the refusals of undeserializable records, and the next
+   * poll tries again (or the sidecar redelivers it, if the stream ends first).
    */
   private ConsumerRecords<K, V> takeReady() {
     List<Delivery> batch = new ArrayList<>();
@@ -378,25 +403,43 @@ public final class PullConsumer<K, V> {
     }
     Map<TopicPartition, List<ConsumerRecord<K, V>>> byPartition = new LinkedHashMap<>();
     List<Delivery> returned = new ArrayList<>(batch.size());
-    for (Delivery d : batch) {
-      ConsumerRecord<K, V> record;
-      try {
-        record = converter.toRecord(d);
-      } catch (RuntimeException e) {
-        refuseUndeserializable(d, e);
-        continue;
+    List<Refusal> refused = new ArrayList<>();
+    ConsumerRecords<K, V> records;
+    try {
+      for (Delivery d : batch) {
+        ConsumerRecord<K, V> record;
+        try {
+          record = converter.toRecord(d);
+        } catch (RuntimeException e) {
+          refused.add(new Refusal(d, e));
+          continue;
+        }
+        returned.add(d);
+        byPartition.computeIfAbsent(RecordConverter.topicPartition(d), p -> new ArrayList<>()).add(record);
       }
-      TopicPartition partition = RecordConverter.topicPartition(d);
-      outstanding.add(partition, d);
-      returned.add(d);
-      byPartition.computeIfAbsent(partition, p -> new ArrayList<>()).add(record);
+      // Different entities of a partition are processed concurrently by the sidecar, so they may
+      // arrive out of offset order. Sorting each partition's records keeps the Kafka habit of
+      // committing record.offset() + 1 after each record safe within one batch.
+      byPartition.values().forEach(list -> list.sort(Comparator.comparingLong(ConsumerRecord::offset)));
+      records = recordsFactory.create(byPartition, Outstanding.nextOffsets(returned));
+    } catch (Throwable t) { // Errors too: a NoSuchMethodError must not cost a record either
+      for (int i = batch.size() - 1; i >= 0; i--) {
+        received.addFirst(batch.get(i));
+      }
+      throw t;
     }
-    // Different entities of a partition are processed concurrently by the sidecar, so they may
-    // arrive out of offset order. Sorting each partition's records keeps the Kafka habit of
-    // committing record.offset() + 1 after each record safe within one batch.
-    byPartition.values().forEach(list -> list.sort(Comparator.comparingLong(ConsumerRecord::offset)));
-    return new ConsumerRecords<>(byPartition, Outstanding.nextOffsets(returned));
+    // The batch is built; from here poll returns it.
+    for (Delivery d : returned) {
+      outstanding.add(RecordConverter.topicPartition(d), d);
+    }
+    for (Refusal r : refused) {
+      refuseUndeserializable(r.delivery(), r.failure());
+    }
+    return records;
   }
+
+  /** A delivery whose key or value could not be deserialized, and why. */
+  private record Refusal(Delivery delivery, RuntimeException failure) {}
 
   private void failForeignTopic(Delivery delivery) {
     String topic = delivery.getRecord().getTopic();
