@@ -208,7 +208,8 @@ public final class Guard implements AutoCloseable {
    * reaches the caller, who retries without pausing anything.
    */
   private <T> CompletionStage<T> retryingContention(java.util.function.Supplier<CompletionStage<T>> step, int attempt) {
-    return step.get().handle((v, err) -> {
+    // a success passes straight through; only a failure builds the retry
+    return step.get().exceptionallyCompose(err -> {
       Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null ? err.getCause() : err;
       if (cause instanceof ContentionException) {
         contention.incrementAndGet();
@@ -217,11 +218,8 @@ public final class Guard implements AutoCloseable {
           return jitter.delay(Duration.ofMillis(wait)).thenCompose(x -> retryingContention(step, attempt + 1));
         }
       }
-      if (err != null) {
-        return CompletableFuture.<T>failedFuture(cause);
-      }
-      return CompletableFuture.completedFuture(v);
-    }).thenCompose(f -> f);
+      return CompletableFuture.failedFuture(cause);
+    });
   }
 
   /**
