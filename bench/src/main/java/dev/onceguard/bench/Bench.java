@@ -44,8 +44,14 @@ import java.util.UUID;
 public final class Bench {
   private Bench() {}
 
+  /**
+   * @param only the scenarios to run (all when empty); a partial run prints its figures but writes
+   *     no page (the page compares every scenario)
+   * @param jfr where to write one JFR recording ({@code profile} settings) per measured throughput
+   *     run, named {@code <scenario>-<run>.jfr}; null for none
+   */
   record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
-      String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args) {
+      String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args, java.util.Set<Scenario> only, Path jfr) {
     static Options parse(String[] args) {
       int records = 10_000;
       int repeats = 3;
@@ -59,6 +65,8 @@ public final class Bench {
       Path docs = Path.of("docs");
       Path seed = Path.of("bench/target/seed.json");
       Path jar = Path.of("proxy/target/onceguard.jar");
+      java.util.Set<Scenario> only = java.util.EnumSet.noneOf(Scenario.class);
+      Path jfr = null;
       List<String> shown = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
@@ -79,14 +87,24 @@ public final class Bench {
           case "--docs" -> docs = Path.of(v);
           case "--seed-json" -> seed = Path.of(v);
           case "--sidecar-jar" -> jar = Path.of(v);
+          case "--only" -> {
+            for (String name : v.split(",")) {
+              only.add(Scenario.byId(name.trim()));
+            }
+          }
+          case "--jfr" -> jfr = Path.of(v);
           default -> throw new IllegalArgumentException("unknown option " + a + " (known: --records, --repeats, --partitions,"
-              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar)");
+              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr)");
         }
         if (!a.equals("--command") && !a.equals("--label")) {
           shown.add(a + " " + v);
         }
       }
-      return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown);
+      return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown, only, jfr);
+    }
+
+    boolean runs(Scenario s) {
+      return only.isEmpty() || only.contains(s);
     }
 
     /** Records before a paced phase: enough for the group to settle (the JIT is warm by then). */
@@ -126,24 +144,42 @@ public final class Bench {
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
       Runner runner = new Runner(o, env, kafka, business, cpu);
       // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, r2dbc, lettuce, JDBC) before the first measured run
-      for (Scenario s : List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)) {
+      List<Scenario> warm = o.only().isEmpty() ? List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)
+          : o.only().stream().map(s -> s.machine() ? Scenario.GUARD_MACHINE : s).distinct().toList();
+      for (Scenario s : warm) {
         Stats st = runner.throughput(s, null, Workload.fresh(o.warmup()), o.warmup());
         System.out.printf(Locale.ROOT, "warm-up %-22s %9.0f rec/s (not counted)%n", s.id, st.throughput());
       }
+      boolean machineRuns = o.runs(Scenario.GUARD_MACHINE) || o.runs(Scenario.REPLAY) || o.runs(Scenario.REDIS_DOWN_DUPLICATES);
       for (int rep = 1; rep <= o.repeats(); rep++) {
         for (Scenario s : List.of(Scenario.BASELINE, Scenario.GUARD_NO_MACHINE, Scenario.HAND_A, Scenario.HAND_B)) {
-          record(throughput, rep, s, runner.throughput(s, null, Workload.fresh(o.records()), o.records()));
+          if (o.runs(s)) {
+            record(throughput, rep, s, runner.measured(s, rep, null, Workload.fresh(o.records()), o.records()));
+          }
+        }
+        if (!machineRuns) {
+          continue;
         }
         // the machine run's database and records serve the two duplicate scenarios after it
         String db = newDatabaseName();
         try {
           Workload w = Workload.fresh(o.records());
-          record(throughput, rep, Scenario.GUARD_MACHINE, runner.throughput(Scenario.GUARD_MACHINE, db, w, o.records()));
-          record(throughput, rep, Scenario.REPLAY, runner.throughput(Scenario.REPLAY, db, w, o.records()));
-          record(throughput, rep, Scenario.REDIS_DOWN_DUPLICATES, runner.throughput(Scenario.REDIS_DOWN_DUPLICATES, db, w, o.records()));
+          Stats machine = runner.measured(Scenario.GUARD_MACHINE, rep, db, w, o.records());
+          if (o.runs(Scenario.GUARD_MACHINE)) {
+            record(throughput, rep, Scenario.GUARD_MACHINE, machine);
+          }
+          for (Scenario s : List.of(Scenario.REPLAY, Scenario.REDIS_DOWN_DUPLICATES)) {
+            if (o.runs(s)) {
+              record(throughput, rep, s, runner.measured(s, rep, db, w, o.records()));
+            }
+          }
         } finally {
           env.dropDatabase(db);
         }
+      }
+      if (!o.only().isEmpty()) {
+        System.out.println("\n--only: a partial run, no paced runs, no RSS, nothing written");
+        return;
       }
       rate = (int) Math.max(1, Math.round(median(throughput.get(Scenario.GUARD_MACHINE).stream().mapToDouble(Stats::throughput)) / 2));
       System.out.printf(Locale.ROOT, "%npaced runs at %d rec/s (half the median guard_machine rate) for %d s each%n", rate,
@@ -223,6 +259,21 @@ public final class Bench {
 
   /** Runs one scenario against the shared broker, business and services. */
   private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu) {
+
+    /** {@link #throughput}, recorded by JFR when {@code --jfr} asks for it. */
+    Stats measured(Scenario s, int rep, String database, Workload w, int records) throws Exception {
+      if (o.jfr() == null) {
+        return throughput(s, database, w, records);
+      }
+      Files.createDirectories(o.jfr());
+      try (jdk.jfr.Recording r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))) {
+        r.start();
+        Stats st = throughput(s, database, w, records);
+        r.stop();
+        r.dump(o.jfr().resolve(s.id + "-" + rep + ".jfr"));
+        return st;
+      }
+    }
 
     /**
      * A backlog of {@code w} then the consumer; until every record ended. {@code database}: the

@@ -26,6 +26,15 @@ enum Scenario {
     this.description = description;
   }
 
+  static Scenario byId(String id) {
+    for (Scenario s : values()) {
+      if (s.id.equals(id)) {
+        return s;
+      }
+    }
+    throw new IllegalArgumentException("unknown scenario " + id + " (known: " + java.util.Arrays.stream(values()).map(s -> s.id).toList() + ")");
+  }
+
   boolean sidecar() {
     return this != HAND_A && this != HAND_B;
   }

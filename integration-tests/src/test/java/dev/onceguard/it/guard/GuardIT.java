@@ -717,7 +717,10 @@ class GuardIT {
     Guard setup = fx.guard(uniq("setup"), null);
     List<Guard> guards = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
-      guards.add(fx.guard(uniq("dl" + i), null));
+      // a store each, as 8 sidecars have: one store writes concurrent claims as one group
+      // transaction, where the same new key twice is a plain duplicate, never a deadlock
+      guards.add(new Guard(new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1), dev.onceguard.proxy.store.IdempotencyCache.DISABLED,
+          fx.config.machines(), fx.clock, uniq("dl" + i)));
     }
     ExecutorService pool = Executors.newFixedThreadPool(guards.size());
     List<Throwable> failures = new ArrayList<>();
@@ -754,6 +757,92 @@ class GuardIT {
     assertThat(failures).as("no claim failed").isEmpty();
     assertThat(contention).as("InnoDB deadlocks were met and retried").isPositive();
     assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE event = 'deliver' AND route = 'orders'")).isZero();
+  }
+
+  // ------------------------------------------------------------------------- group commit
+
+  @Test
+  void groupCommit_conflictingRecordsInAGroup_classifiedAlone_othersCommit() throws Exception {
+    // one group slot, held by a claim that waits on a row lock: everything submitted meanwhile
+    // queues and is written as one group when the lock goes
+    dev.onceguard.proxy.store.MysqlGuardStore grouped = new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = new Guard(grouped, dev.onceguard.proxy.store.IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, uniq("grp"));
+    Guard setup = fx.guard(uniq("grp-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String applied = orderIn(setup, "paid");
+    java.util.concurrent.CompletableFuture<Void> locked = new java.util.concurrent.CompletableFuture<>();
+    java.util.concurrent.CompletableFuture<Void> unlock = new java.util.concurrent.CompletableFuture<>();
+    var lock = fx.db.inTransaction(c -> reactor.core.publisher.Mono.from(
+                c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, blocker).execute())
+            .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
+            .doOnNext(x -> locked.complete(null))
+            .then(reactor.core.publisher.Mono.fromFuture(unlock)))
+        .toFuture();
+    locked.get(10, TimeUnit.SECONDS);
+    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
+
+    List<String> fresh = new ArrayList<>();
+    List<java.util.concurrent.CompletableFuture<ClaimResult>> creates = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      String id = uniq("grp-new");
+      fresh.add(id);
+      creates.add(g.claimInStore(fx.route("orders"), fx.event("orders", order(id, "create")), src()).toCompletableFuture());
+    }
+    // the same record twice in the group (two copies from different partitions)
+    String twice = order(uniq("grp-twice"), "create", "W1", "m-twice");
+    var twiceA = g.claimInStore(fx.route("orders"), fx.event("orders", twice), src()).toCompletableFuture();
+    var twiceB = g.claimInStore(fx.route("orders"), fx.event("orders", twice), src()).toCompletableFuture();
+    // a replay of a record confirmed long ago (the ledger refuses it)
+    var replay = g.claimInStore(fx.route("orders"), fx.event("orders", order(applied, "pay")), src()).toCompletableFuture();
+    // a distinct fact on an applied transition (the CAS refuses it, after its ledger row went in)
+    String conflicting = order(applied, "pay").replace("\"batch_no\":7", "\"batch_no\":9");
+    var cas = g.claimInStore(fx.route("orders"), fx.event("orders", conflicting), src()).toCompletableFuture();
+    Thread.sleep(100);
+    assertThat(creates).noneMatch(java.util.concurrent.CompletableFuture::isDone);
+    unlock.complete(null);
+    lock.get(10, TimeUnit.SECONDS);
+
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    List<Claim> claims = new ArrayList<>();
+    for (var f : creates) {
+      ClaimResult r = f.get(10, TimeUnit.SECONDS);
+      assertThat(r).isInstanceOf(ClaimResult.Accepted.class);
+      claims.add(((ClaimResult.Accepted) r).claim());
+    }
+    ClaimResult a = twiceA.get(10, TimeUnit.SECONDS);
+    ClaimResult b = twiceB.get(10, TimeUnit.SECONDS);
+    assertThat(a).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(b).isInstanceOf(ClaimResult.Rejected.class);
+    assertThat(((ClaimResult.Rejected) b).verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(((ClaimResult.Rejected) replay.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);
+    Verdict v = ((ClaimResult.Rejected) cas.get(10, TimeUnit.SECONDS)).verdict();
+    assertThat(v.getReason()).isEqualTo(Reason.CONFLICTING_FACT);
+    // the refused claim left nothing behind; the others are pending in the ledger and the entities
+    assertThat(ledgerRows("orders", fx.event("orders", conflicting).dedupKey())).isZero();
+    assertThat(entityState(applied)).isEqualTo("paid");
+    for (String id : fresh) {
+      assertThat(entityState(id)).isEqualTo("created");
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'PENDING'", id)).isEqualTo(1);
+    }
+    long[] counts = grouped.groupCounts();
+    assertThat(counts[0]).as("claim groups: the blocked claim alone, then the ten that queued behind it").isEqualTo(2);
+    assertThat(counts[1]).isEqualTo(11);
+
+    // confirmed together: every ledger row DONE, every entity released
+    claims.add(((ClaimResult.Accepted) a).claim());
+    List<java.util.concurrent.CompletableFuture<Boolean>> confirms = new ArrayList<>();
+    for (Claim c : claims) {
+      confirms.add(g.confirm(fx.route("orders"), c).toCompletableFuture());
+    }
+    for (var f : confirms) {
+      assertThat(f.get(10, TimeUnit.SECONDS)).isTrue();
+    }
+    for (String id : fresh) {
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'DONE'", id)).isEqualTo(1);
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_entity WHERE entity_id = ? AND pending_key IS NULL", id)).isEqualTo(1);
+    }
+    assertThat(grouped.groupCounts()[3]).isEqualTo(7);
+    assertThat(g.confirm(fx.route("orders"), ((ClaimResult.Accepted) first.get()).claim()).toCompletableFuture().join()).isTrue();
   }
 
   // ------------------------------------------------------------------------- cost

@@ -64,7 +64,7 @@ public final class GuardRuntime implements AutoCloseable {
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
-    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix()), this.cache, config.machines(), clock, owner);
+    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize())), this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
     this.pullHub = new PullHub(config, apiTimer);

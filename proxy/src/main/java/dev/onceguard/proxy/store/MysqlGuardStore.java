@@ -39,9 +39,12 @@ import reactor.core.publisher.Mono;
  * {@code UPDATE … WHERE state IN (from) AND pending_key IS NULL}: read, check and write in one
  * statement, no {@code SELECT … FOR UPDATE}, no lock wait beyond the statement.
  *
- * <p>Round trips: an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to claim
- * and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit) to
- * confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one SELECT.
+ * <p>Round trips: alone, an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to
+ * claim and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit)
+ * to confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one
+ * SELECT. Under load, claims and confirms that are ready together are written as groups, one
+ * BEGIN and COMMIT per group (see {@link CommitGroups}): two statements per claim and two per
+ * confirm.
  * A route without a machine has one statement per step, run in autocommit. A lost CAS costs the
  * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
  */
@@ -54,13 +57,43 @@ public final class MysqlGuardStore implements GuardStore {
   private final String entity;
   private final String decision;
   private final String owners;
+  /** Claims ready together, written in one transaction (see {@link CommitGroups}). */
+  private final CommitGroups<ClaimCommand, ClaimOutcome> claims;
+  /** Confirms ready together, written in one transaction. */
+  private final CommitGroups<Confirm, Boolean> confirms;
 
+  /** Records in one group transaction at most: a larger group holds its row locks longer. */
+  static final int MAX_GROUP_SIZE = 32;
+
+  /** With two group slots each for claims and confirms (a pool of 8). */
   public MysqlGuardStore(Db db, String tablePrefix) {
+    this(db, tablePrefix, 2);
+  }
+
+  /**
+   * @param groupSlots connections that claim groups may hold at once, and as many for confirm
+   *     groups; the rest of the pool serves reads, renewals, aborts and the decision log
+   */
+  public MysqlGuardStore(Db db, String tablePrefix, int groupSlots) {
     this.db = db;
     this.ledger = tablePrefix + "ledger";
     this.entity = tablePrefix + "entity";
     this.decision = tablePrefix + "decision";
     this.owners = tablePrefix + "owner";
+    this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup);
+    this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::confirmGroup);
+  }
+
+  /** With group slots for a pool of {@code poolSize}: a quarter of it each for claims and confirms. */
+  public static int groupSlots(int poolSize) {
+    return Math.max(1, poolSize / 4);
+  }
+
+  /** Groups written so far and the records they held, claims then confirms (for metrics and benchmarks). */
+  public long[] groupCounts() {
+    long[] c = claims.counts();
+    long[] f = confirms.counts();
+    return new long[] {c[0], c[1], f[0], f[1]};
   }
 
   // ---------------------------------------------------------------------------------- claim
@@ -76,7 +109,75 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
-    return claimTx(cmd, null).toFuture();
+    return claims.submit(cmd);
+  }
+
+  /**
+   * Claims of one group. Alone, a claim is its own transaction ({@link #claimTx}). Several share
+   * one transaction and one COMMIT: each writes its ledger row and applies its CAS in turn; a
+   * refused INSERT is rolled back by InnoDB alone (a statement error does not end the
+   * transaction), and a lost CAS deletes the ledger row that claim had just written, so a
+   * conflicting record leaves nothing behind while the others commit. The refused ones are then
+   * read and classified alone, after the COMMIT, exactly as a claim alone would be.
+   */
+  private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
+    if (group.size() == 1) {
+      return claimTx(group.get(0), null).map(List::of).toFuture();
+    }
+    return db.inTransaction(c -> reactor.core.publisher.Flux.fromIterable(group).concatMap(cmd -> claimInGroup(c, cmd)).collectList())
+        .flatMap(found -> reactor.core.publisher.Flux.range(0, group.size())
+            .flatMapSequential(i -> {
+              ClaimOutcome o = found.get(i);
+              ClaimCommand cmd = group.get(i);
+              if (o == REFUSED_BY_LEDGER) {
+                return readLedgerRow(cmd.route(), cmd.extracted().dedupKey());
+              }
+              if (o == REFUSED_BY_ENTITY) {
+                return readEntity(cmd.machine(), cmd.extracted().entityId());
+              }
+              return Mono.just(o);
+            })
+            .collectList())
+        .toFuture();
+  }
+
+  /** Placeholders inside a group transaction: read the row that refused the claim after the COMMIT. */
+  private static final ClaimOutcome REFUSED_BY_LEDGER = new ClaimOutcome.Retry("refused by the ledger");
+  private static final ClaimOutcome REFUSED_BY_ENTITY = new ClaimOutcome.Retry("refused by the entity");
+
+  private Mono<ClaimOutcome> claimInGroup(Connection c, ClaimCommand cmd) {
+    EventConfig ev = cmd.event();
+    String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
+    return writeLedgerRow(c, cmd, knownFrom, null).flatMap(n -> {
+      if (n != 1) {
+        return Mono.just(REFUSED_BY_LEDGER);
+      }
+      if (cmd.machine() == null) {
+        return Mono.just(claimed(cmd, knownFrom, null));
+      }
+      return applyCas(c, cmd).flatMap(step -> step == Step.CAS_LOST
+          ? Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
+              cmd.route(), cmd.extracted().dedupKey(), cmd.owner()).thenReturn(REFUSED_BY_ENTITY)
+          : afterCas(c, cmd, step, knownFrom, null));
+    });
+  }
+
+  private static ClaimOutcome claimed(ClaimCommand cmd, String fromState, LedgerRow rejected) {
+    return new ClaimOutcome.Claimed(fromState, cmd.nowMillis() + cmd.leaseMillis(), rejected == null ? 1 : rejected.attempts() + 1,
+        rejected != null);
+  }
+
+  /** An applied CAS: for an event with several from-states, reads which one it left and records it. */
+  private Mono<ClaimOutcome> afterCas(Connection c, ClaimCommand cmd, Step step, String knownFrom, LedgerRow rejected) {
+    if (step != Step.NEEDS_FROM) {
+      return Mono.just(claimed(cmd, knownFrom, rejected));
+    }
+    ExtractedEvent e = cmd.extracted();
+    return Db.query(c, "SELECT prev_state FROM " + entity + " WHERE machine = ? AND entity_id = ?", r -> r.get(0, String.class),
+            cmd.machine(), e.entityId())
+        .flatMap(rows -> Db.update(c, "UPDATE " + ledger + " SET from_state = ? WHERE route = ? AND dedup_key = ?", rows.get(0),
+                cmd.route(), e.dedupKey())
+            .thenReturn(claimed(cmd, rows.get(0), rejected)));
   }
 
   @Override
@@ -92,24 +193,10 @@ public final class MysqlGuardStore implements GuardStore {
     ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
     String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
-    long until = cmd.nowMillis() + cmd.leaseMillis();
-    int attempts = rejected == null ? 1 : rejected.attempts() + 1;
     return db.atomically(cmd.machine() != null, c -> writeLedgerRow(c, cmd, knownFrom, rejected)
             .flatMap(n -> n == 1 ? Mono.just(n) : Mono.<Long>error(new LedgerConflict()))
             .then(Mono.defer(() -> cmd.machine() == null ? Mono.just(Step.NO_MACHINE) : applyCas(c, cmd)))
-            .flatMap(step -> {
-              if (step == Step.CAS_LOST) {
-                return Mono.error(new EntityConflict());
-              }
-              if (step == Step.NEEDS_FROM) {
-                return Db.query(c, "SELECT prev_state FROM " + entity + " WHERE machine = ? AND entity_id = ?",
-                        r -> r.get(0, String.class), cmd.machine(), e.entityId())
-                    .flatMap(rows -> Db.update(c, "UPDATE " + ledger + " SET from_state = ? WHERE route = ? AND dedup_key = ?",
-                            rows.get(0), cmd.route(), e.dedupKey())
-                        .thenReturn((ClaimOutcome) new ClaimOutcome.Claimed(rows.get(0), until, attempts, rejected != null)));
-              }
-              return Mono.<ClaimOutcome>just(new ClaimOutcome.Claimed(knownFrom, until, attempts, rejected != null));
-            }))
+            .flatMap(step -> step == Step.CAS_LOST ? Mono.error(new EntityConflict()) : afterCas(c, cmd, step, knownFrom, rejected)))
         .onErrorResume(LedgerConflict.class, x -> readLedgerRow(cmd.route(), e.dedupKey()))
         .onErrorResume(EntityConflict.class, x -> readEntity(cmd.machine(), e.entityId()));
   }
@@ -282,25 +369,52 @@ public final class MysqlGuardStore implements GuardStore {
 
   // ---------------------------------------------------------------------------- confirm/abort
 
+  private record Confirm(Claim claim, long nowMillis) {}
+
   @Override
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-    // One statement, so autocommit is enough: the ledger row turns DONE and the entity's pending
-    // transition is released together or not at all. The LEFT JOIN reads the ledger first, so
-    // rows are locked in the usual order (ledger, then entity); the entity is only touched if it
-    // still waits on this key.
-    Mono<Boolean> done = claim.machine() == null
-        ? db.autocommit(c -> Db.update(c,
+    return confirms.submit(new Confirm(claim, nowMillis))
+        .thenCompose(ok -> ok ? java.util.concurrent.CompletableFuture.completedFuture(true) : confirmedEarlier(claim).toFuture());
+  }
+
+  /**
+   * Confirms of one group. Alone, one statement in autocommit: the ledger row turns DONE and the
+   * entity's pending transition is released together or not at all (the LEFT JOIN reads the ledger
+   * first, so rows are locked in the usual order, ledger then entity; the entity is only touched if
+   * it still waits on this key). Several share one transaction of two single-table UPDATEs each,
+   * cheaper for the server than the two-table one; the entity is released only if that claim's
+   * ledger row was still its own.
+   */
+  private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
+    if (group.size() == 1) {
+      Claim claim = group.get(0).claim();
+      long now = group.get(0).nowMillis();
+      Mono<Boolean> done = claim.machine() == null
+          ? db.autocommit(c -> confirmLedger(c, claim, now))
+          : db.autocommit(c -> Db.update(c,
+              "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
+                  + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
+                  + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
+                  + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
+              claim.machine(), claim.entityId(), now, now, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
+              .map(n -> n >= 1));
+      return done.map(List::of).toFuture();
+    }
+    return db.inTransaction(c -> reactor.core.publisher.Flux.fromIterable(group)
+            .concatMap(f -> confirmLedger(c, f.claim(), f.nowMillis()).flatMap(ok -> !ok || f.claim().machine() == null ? Mono.just(ok)
+                : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
+                        + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+                    f.nowMillis(), f.claim().machine(), f.claim().entityId(), f.claim().dedupKey()).thenReturn(true)))
+            .collectList())
+        .toFuture();
+  }
+
+  private Mono<Boolean> confirmLedger(Connection c, Claim claim, long nowMillis) {
+    return Db.update(c,
             "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
                 + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()).map(n -> n == 1))
-        : db.autocommit(c -> Db.update(c,
-            "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
-                + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
-                + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
-                + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
-            claim.machine(), claim.entityId(), nowMillis, nowMillis, claim.route(), claim.dedupKey(), claim.owner(),
-            claim.attempts()).map(n -> n >= 1));
-    return done.flatMap(ok -> ok ? Mono.just(true) : confirmedEarlier(claim)).toFuture();
+            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
+        .map(n -> n == 1);
   }
 
   /**

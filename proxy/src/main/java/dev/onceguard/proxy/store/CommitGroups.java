@@ -1,0 +1,116 @@
+package dev.onceguard.proxy.store;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+
+/**
+ * Group commit without a timer: items that are ready while every group slot is busy wait, and
+ * the next free slot takes all of them (up to {@code maxSize}) as one group. Alone, an item runs at
+ * once in a group of one; under load, groups grow by themselves to what piled up during one
+ * group's run. Nothing waits for a group to fill.
+ *
+ * <p>{@code run} turns a group into one result per item, in order; a group that fails as a whole
+ * fails each of its items with that error. Thread-safe; results are completed outside the lock,
+ * on whichever thread completed the group's stage.
+ *
+ * @param <T> an item
+ * @param <R> an item's result
+ */
+final class CommitGroups<T, R> {
+  private final int maxGroups;
+  private final int maxSize;
+  private final Function<List<T>, CompletionStage<List<R>>> run;
+  private final ArrayDeque<Waiting<T, R>> queue = new ArrayDeque<>();
+  private int running;
+  private long groups;
+  private long items;
+
+  private record Waiting<T, R>(T item, CompletableFuture<R> result) {}
+
+  /**
+   * @param maxGroups groups running at once (each holds one database connection)
+   * @param maxSize items in one group at most
+   */
+  CommitGroups(int maxGroups, int maxSize, Function<List<T>, CompletionStage<List<R>>> run) {
+    if (maxGroups < 1 || maxSize < 1) {
+      throw new IllegalArgumentException("maxGroups and maxSize must be at least 1: " + maxGroups + ", " + maxSize);
+    }
+    this.maxGroups = maxGroups;
+    this.maxSize = maxSize;
+    this.run = run;
+  }
+
+  CompletableFuture<R> submit(T item) {
+    CompletableFuture<R> result = new CompletableFuture<>();
+    List<Waiting<T, R>> group = null;
+    synchronized (this) {
+      queue.add(new Waiting<>(item, result));
+      if (running < maxGroups) {
+        running++;
+        group = take();
+      }
+    }
+    if (group != null) {
+      start(group);
+    }
+    return result;
+  }
+
+  /** Groups run so far and the items they held: their ratio is the mean group size. */
+  synchronized long[] counts() {
+    return new long[] {groups, items};
+  }
+
+  private List<Waiting<T, R>> take() {
+    List<Waiting<T, R>> group = new ArrayList<>(Math.min(queue.size(), maxSize));
+    while (group.size() < maxSize && !queue.isEmpty()) {
+      group.add(queue.poll());
+    }
+    groups++;
+    items += group.size();
+    return group;
+  }
+
+  private void start(List<Waiting<T, R>> group) {
+    List<T> batch = new ArrayList<>(group.size());
+    for (Waiting<T, R> w : group) {
+      batch.add(w.item());
+    }
+    CompletionStage<List<R>> stage;
+    try {
+      stage = run.apply(batch);
+    } catch (RuntimeException e) {
+      stage = CompletableFuture.failedFuture(e);
+    }
+    stage.whenComplete((results, err) -> {
+      if (err == null && (results == null || results.size() != group.size())) {
+        err = new IllegalStateException("a group of " + group.size() + " items returned "
+            + (results == null ? "no results" : results.size() + " results"));
+      }
+      Throwable cause = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+      for (int i = 0; i < group.size(); i++) {
+        if (cause != null) {
+          group.get(i).result().completeExceptionally(cause);
+        } else {
+          group.get(i).result().complete(results.get(i));
+        }
+      }
+      List<Waiting<T, R>> next = null;
+      synchronized (this) {
+        if (queue.isEmpty()) {
+          running--;
+        } else {
+          next = take();
+        }
+      }
+      if (next != null) {
+        start(next);
+      }
+    });
+  }
+}
