@@ -828,21 +828,41 @@ class GuardIT {
     assertThat(counts[0]).as("claim groups: the blocked claim alone, then the ten that queued behind it").isEqualTo(2);
     assertThat(counts[1]).isEqualTo(11);
 
-    // confirmed together: every ledger row DONE, every entity released
+    // confirmed together, the confirm slot held by the blocked claim's confirm: every ledger row
+    // DONE, every entity released, except the claim another owner took over meanwhile
     claims.add(((ClaimResult.Accepted) a).claim());
+    Claim lost = claims.get(2);
+    assertThat(fx.update("UPDATE og_ledger SET owner = 'another-owner', attempts = attempts + 1 WHERE dedup_key = ?", lost.dedupKey())).isEqualTo(1);
+    java.util.concurrent.CompletableFuture<Void> locked2 = new java.util.concurrent.CompletableFuture<>();
+    java.util.concurrent.CompletableFuture<Void> unlock2 = new java.util.concurrent.CompletableFuture<>();
+    var lock2 = fx.db.inTransaction(c -> reactor.core.publisher.Mono.from(
+                c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, blocker).execute())
+            .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
+            .doOnNext(x -> locked2.complete(null))
+            .then(reactor.core.publisher.Mono.fromFuture(unlock2)))
+        .toFuture();
+    locked2.get(10, TimeUnit.SECONDS);
+    var firstConfirm = g.confirm(fx.route("orders"), ((ClaimResult.Accepted) first.get()).claim()).toCompletableFuture();
     List<java.util.concurrent.CompletableFuture<Boolean>> confirms = new ArrayList<>();
     for (Claim c : claims) {
       confirms.add(g.confirm(fx.route("orders"), c).toCompletableFuture());
     }
-    for (var f : confirms) {
-      assertThat(f.get(10, TimeUnit.SECONDS)).isTrue();
+    Thread.sleep(100);
+    assertThat(confirms).noneMatch(java.util.concurrent.CompletableFuture::isDone);
+    unlock2.complete(null);
+    lock2.get(10, TimeUnit.SECONDS);
+    assertThat(firstConfirm.get(10, TimeUnit.SECONDS)).isTrue();
+    for (int i = 0; i < claims.size(); i++) {
+      assertThat(confirms.get(i).get(10, TimeUnit.SECONDS)).as("confirm of claim %d", i).isEqualTo(claims.get(i) != lost);
     }
     for (String id : fresh) {
-      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'DONE'", id)).isEqualTo(1);
-      assertThat(fx.scalar("SELECT COUNT(*) FROM og_entity WHERE entity_id = ? AND pending_key IS NULL", id)).isEqualTo(1);
+      boolean isLost = id.equals(lost.entityId());
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'DONE'", id)).isEqualTo(isLost ? 0 : 1);
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_entity WHERE entity_id = ? AND pending_key IS NULL", id)).isEqualTo(isLost ? 0 : 1);
     }
-    assertThat(grouped.groupCounts()[3]).isEqualTo(7);
-    assertThat(g.confirm(fx.route("orders"), ((ClaimResult.Accepted) first.get()).claim()).toCompletableFuture().join()).isTrue();
+    long[] after = grouped.groupCounts();
+    assertThat(after[2]).as("confirm groups: the blocked one alone, then the seven that queued behind it").isEqualTo(2);
+    assertThat(after[3]).isEqualTo(8);
   }
 
   // ------------------------------------------------------------------------- cost

@@ -42,9 +42,10 @@ import reactor.core.publisher.Mono;
  * <p>Round trips: alone, an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to
  * claim and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit)
  * to confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one
- * SELECT. Under load, claims and confirms that are ready together are written as groups, one
- * BEGIN and COMMIT per group (see {@link CommitGroups}): two statements per claim and two per
- * confirm.
+ * SELECT. Under load, claims and confirms that are ready together are written as groups (see
+ * {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
+ * ledger rows, one for the entities it creates, one CAS per other transition; and one UPDATE of the
+ * ledger and one of the entities for a group of confirms.
  * A route without a machine has one statement per step, run in autocommit. A lost CAS costs the
  * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
  */
@@ -114,17 +115,21 @@ public final class MysqlGuardStore implements GuardStore {
 
   /**
    * Claims of one group. Alone, a claim is its own transaction ({@link #claimTx}). Several share
-   * one transaction and one COMMIT: each writes its ledger row and applies its CAS in turn; a
-   * refused INSERT is rolled back by InnoDB alone (a statement error does not end the
-   * transaction), and a lost CAS deletes the ledger row that claim had just written, so a
-   * conflicting record leaves nothing behind while the others commit. The refused ones are then
-   * read and classified alone, after the COMMIT, exactly as a claim alone would be.
+   * one transaction and one COMMIT: all ledger rows in one INSERT, the entities of creating events
+   * in one INSERT, the CAS of every other transition one UPDATE each. A duplicate refuses a
+   * multi-row INSERT as a whole (InnoDB rolls back that statement alone, not the transaction), and
+   * the group then writes row by row: a refused INSERT is that claim's conflict, and a lost CAS
+   * deletes the ledger row its claim had just written, so a conflicting record leaves nothing
+   * behind while the others commit. The refused ones are read and classified alone after the
+   * COMMIT, exactly as a claim alone would be.
    */
   private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
     if (group.size() == 1) {
       return claimTx(group.get(0), null).map(List::of).toFuture();
     }
-    return db.inTransaction(c -> reactor.core.publisher.Flux.fromIterable(group).concatMap(cmd -> claimInGroup(c, cmd)).collectList())
+    return db.inTransaction(c -> insertLedgerRows(c, group)
+            .flatMap(all -> all ? applyAll(c, group)
+                : reactor.core.publisher.Flux.fromIterable(group).concatMap(cmd -> claimInGroup(c, cmd)).collectList()))
         .flatMap(found -> reactor.core.publisher.Flux.range(0, group.size())
             .flatMapSequential(i -> {
               ClaimOutcome o = found.get(i);
@@ -145,21 +150,83 @@ public final class MysqlGuardStore implements GuardStore {
   private static final ClaimOutcome REFUSED_BY_LEDGER = new ClaimOutcome.Retry("refused by the ledger");
   private static final ClaimOutcome REFUSED_BY_ENTITY = new ClaimOutcome.Retry("refused by the entity");
 
-  private Mono<ClaimOutcome> claimInGroup(Connection c, ClaimCommand cmd) {
+  private static final String LEDGER_INSERT_COLUMNS = " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state,"
+      + " to_state, status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at) VALUES ";
+  private static final String LEDGER_INSERT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, " + NOW_MS + " + ?, 1, ?, ?, ?, ?)";
+
+  private static Object[] ledgerInsertArgs(ClaimCommand cmd) {
+    ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
-    String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
-    return writeLedgerRow(c, cmd, knownFrom, null).flatMap(n -> {
-      if (n != 1) {
-        return Mono.just(REFUSED_BY_LEDGER);
+    return new Object[] {cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()),
+        nullable(knownFrom(ev)), ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(), cmd.source().topic(),
+        cmd.source().partition(), cmd.source().offset(), cmd.nowMillis()};
+  }
+
+  /** The from-state when the event has exactly one, else null (the CAS tells which). */
+  private static String knownFrom(EventConfig ev) {
+    return ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
+  }
+
+  /** All of the group's ledger rows in one INSERT: true if written, false if a duplicate refused it (nothing written). */
+  private Mono<Boolean> insertLedgerRows(Connection c, List<ClaimCommand> group) {
+    List<Object> args = new ArrayList<>(group.size() * 14);
+    StringBuilder sql = new StringBuilder("INSERT INTO ").append(ledger).append(LEDGER_INSERT_COLUMNS);
+    for (int i = 0; i < group.size(); i++) {
+      sql.append(i == 0 ? "" : ", ").append(LEDGER_INSERT_ROW);
+      args.addAll(List.of(ledgerInsertArgs(group.get(i))));
+    }
+    return Db.update(c, sql.toString(), args.toArray())
+        .map(n -> n == group.size())
+        .onErrorResume(DuplicateKeyException.class, x -> Mono.just(false));
+  }
+
+  /**
+   * The transitions of a group whose ledger rows are written: the creating ones in one INSERT (row
+   * by row if a duplicate refused it), the others one CAS each.
+   */
+  private Mono<List<ClaimOutcome>> applyAll(Connection c, List<ClaimCommand> group) {
+    List<ClaimCommand> creating = new ArrayList<>();
+    for (ClaimCommand cmd : group) {
+      if (cmd.machine() != null && cmd.event().creating()) {
+        creating.add(cmd);
       }
-      if (cmd.machine() == null) {
-        return Mono.just(claimed(cmd, knownFrom, null));
-      }
-      return applyCas(c, cmd).flatMap(step -> step == Step.CAS_LOST
-          ? Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
-              cmd.route(), cmd.extracted().dedupKey(), cmd.owner()).thenReturn(REFUSED_BY_ENTITY)
-          : afterCas(c, cmd, step, knownFrom, null));
-    });
+    }
+    Mono<Boolean> created = creating.size() < 2 ? Mono.just(false) : insertEntities(c, creating);
+    return created.flatMap(all -> reactor.core.publisher.Flux.fromIterable(group)
+        .concatMap(cmd -> all && cmd.machine() != null && cmd.event().creating() ? Mono.just(claimed(cmd, null, null)) : casInGroup(c, cmd))
+        .collectList());
+  }
+
+  private Mono<Boolean> insertEntities(Connection c, List<ClaimCommand> creating) {
+    List<Object> args = new ArrayList<>(creating.size() * 6);
+    StringBuilder sql = new StringBuilder("INSERT INTO ").append(entity)
+        .append(" (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at) VALUES ");
+    for (int i = 0; i < creating.size(); i++) {
+      ClaimCommand cmd = creating.get(i);
+      sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, NULL, 1, ?, ").append(NOW_MS).append(" + ?, ?)");
+      args.addAll(List.of(cmd.machine(), cmd.extracted().entityId(), cmd.event().to(), cmd.extracted().dedupKey(), cmd.leaseMillis(),
+          cmd.nowMillis()));
+    }
+    return Db.update(c, sql.toString(), args.toArray())
+        .map(n -> n == creating.size())
+        .onErrorResume(DuplicateKeyException.class, x -> Mono.just(false));
+  }
+
+  /** One claim of a group, row by row: its ledger row, then its CAS. */
+  private Mono<ClaimOutcome> claimInGroup(Connection c, ClaimCommand cmd) {
+    return writeLedgerRow(c, cmd, knownFrom(cmd.event()), null).flatMap(n -> n != 1 ? Mono.just(REFUSED_BY_LEDGER) : casInGroup(c, cmd));
+  }
+
+  /** The CAS of one claim whose ledger row is written; a lost CAS deletes that row again. */
+  private Mono<ClaimOutcome> casInGroup(Connection c, ClaimCommand cmd) {
+    String knownFrom = knownFrom(cmd.event());
+    if (cmd.machine() == null) {
+      return Mono.just(claimed(cmd, knownFrom, null));
+    }
+    return applyCas(c, cmd).flatMap(step -> step == Step.CAS_LOST
+        ? Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
+            cmd.route(), cmd.extracted().dedupKey(), cmd.owner()).thenReturn(REFUSED_BY_ENTITY)
+        : afterCas(c, cmd, step, knownFrom, null));
   }
 
   private static ClaimOutcome claimed(ClaimCommand cmd, String fromState, LedgerRow rejected) {
@@ -191,8 +258,7 @@ public final class MysqlGuardStore implements GuardStore {
    */
   private Mono<ClaimOutcome> claimTx(ClaimCommand cmd, LedgerRow rejected) {
     ExtractedEvent e = cmd.extracted();
-    EventConfig ev = cmd.event();
-    String knownFrom = ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
+    String knownFrom = knownFrom(cmd.event());
     return db.atomically(cmd.machine() != null, c -> writeLedgerRow(c, cmd, knownFrom, rejected)
             .flatMap(n -> n == 1 ? Mono.just(n) : Mono.<Long>error(new LedgerConflict()))
             .then(Mono.defer(() -> cmd.machine() == null ? Mono.just(Step.NO_MACHINE) : applyCas(c, cmd)))
@@ -206,13 +272,7 @@ public final class MysqlGuardStore implements GuardStore {
     ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
     if (rejected == null) {
-      return Db.update(c,
-              "INSERT INTO " + ledger + " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state, to_state,"
-                  + " status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at)"
-                  + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, " + NOW_MS + " + ?, 1, ?, ?, ?, ?)",
-              cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()),
-              nullable(knownFrom), ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(),
-              cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), cmd.nowMillis())
+      return Db.update(c, "INSERT INTO " + ledger + LEDGER_INSERT_COLUMNS + LEDGER_INSERT_ROW, ledgerInsertArgs(cmd))
           .onErrorResume(DuplicateKeyException.class, x -> Mono.just(0L));
     }
     // A rejected record comes back (a replay, or a re-drive after a fix, possibly with corrected
@@ -381,9 +441,8 @@ public final class MysqlGuardStore implements GuardStore {
    * Confirms of one group. Alone, one statement in autocommit: the ledger row turns DONE and the
    * entity's pending transition is released together or not at all (the LEFT JOIN reads the ledger
    * first, so rows are locked in the usual order, ledger then entity; the entity is only touched if
-   * it still waits on this key). Several share one transaction of two single-table UPDATEs each,
-   * cheaper for the server than the two-table one; the entity is released only if that claim's
-   * ledger row was still its own.
+   * it still waits on this key). Several share one transaction of two single-table UPDATEs for the
+   * whole group ({@link #confirmAll}), cheaper for the server than the two-table one.
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
     if (group.size() == 1) {
@@ -400,13 +459,49 @@ public final class MysqlGuardStore implements GuardStore {
               .map(n -> n >= 1));
       return done.map(List::of).toFuture();
     }
-    return db.inTransaction(c -> reactor.core.publisher.Flux.fromIterable(group)
-            .concatMap(f -> confirmLedger(c, f.claim(), f.nowMillis()).flatMap(ok -> !ok || f.claim().machine() == null ? Mono.just(ok)
-                : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
-                        + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                    f.nowMillis(), f.claim().machine(), f.claim().entityId(), f.claim().dedupKey()).thenReturn(true)))
+    return db.inTransaction(c -> confirmAll(c, group))
+        .onErrorResume(SomeClaimLost.class, x -> reactor.core.publisher.Flux.fromIterable(group)
+            .concatMap(f -> Mono.fromCompletionStage(confirmGroup(List.of(f))).map(r -> r.get(0)))
             .collectList())
         .toFuture();
+  }
+
+  /** Inside a group confirm: a ledger row was not its claim's any more; the group is confirmed one by one instead. */
+  private static final class SomeClaimLost extends Db.Signal {
+    private static final long serialVersionUID = 1L;
+  }
+
+  /**
+   * Every ledger row of the group DONE in one UPDATE, fenced on (owner, attempt) each, then every
+   * entity released in one UPDATE (only those still pending on their claim's key). If the first
+   * matched fewer rows than the group holds, some claim was lost, and which one cannot be told
+   * from a row count: the transaction rolls back ({@link SomeClaimLost}).
+   */
+  private Mono<List<Boolean>> confirmAll(Connection c, List<Confirm> group) {
+    long now = group.get(group.size() - 1).nowMillis();
+    List<Object> args = new ArrayList<>(1 + group.size() * 4);
+    args.add(now);
+    StringBuilder in = new StringBuilder();
+    List<Object> entityArgs = new ArrayList<>();
+    entityArgs.add(now);
+    StringBuilder entityIn = new StringBuilder();
+    for (Confirm f : group) {
+      Claim claim = f.claim();
+      in.append(in.isEmpty() ? "" : ", ").append("(?, ?, ?, ?)");
+      args.addAll(List.of(claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()));
+      if (claim.machine() != null) {
+        entityIn.append(entityIn.isEmpty() ? "" : ", ").append("(?, ?, ?)");
+        entityArgs.addAll(List.of(claim.machine(), claim.entityId(), claim.dedupKey()));
+      }
+    }
+    List<Boolean> allTrue = java.util.Collections.nCopies(group.size(), true);
+    return Db.update(c, "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
+                + " WHERE status = 'PENDING' AND (route, dedup_key, owner, attempts) IN (" + in + ")", args.toArray())
+        .flatMap(n -> n != group.size() ? Mono.<List<Boolean>>error(new SomeClaimLost())
+            : entityIn.isEmpty() ? Mono.just(allTrue)
+            : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
+                    + " WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs.toArray())
+                .thenReturn(allTrue));
   }
 
   private Mono<Boolean> confirmLedger(Connection c, Claim claim, long nowMillis) {
