@@ -1,5 +1,6 @@
 package dev.onceguard.client;
 
+import dev.onceguard.client.internal.ConsumerMetrics;
 import dev.onceguard.client.internal.ConsumerSettings;
 import dev.onceguard.client.internal.FailureClassifier;
 import dev.onceguard.client.internal.PullConsumer;
@@ -115,13 +116,17 @@ import org.apache.kafka.common.serialization.Deserializer;
  *       {@code KafkaException} with the sidecar's description.
  * </ul>
  *
- * <p>Not supported, each throwing {@link UnsupportedOperationException} with the reason:
- * {@code assign} (non-empty), {@code seek}, {@code seekToBeginning}, {@code seekToEnd},
- * {@code position}, {@code committed}, {@code partitionsFor}, {@code listTopics},
+ * <p>Answered locally: {@code position} (after the highest record poll returned),
+ * {@code committed} (after the highest record this consumer acknowledged), {@code metrics()}
+ * (the client's own counters), {@code seek} back to records returned and not yet acknowledged
+ * (they are returned again); {@code currentLag} is unknown, {@code enforceRebalance} and metric
+ * registration are no-ops. Escalations of the route can reach an {@link EscalationListener}.
+ *
+ * <p>Not supported, each throwing {@link UnsupportedOperationException} with the reason and
+ * what to do instead: {@code assign} (non-empty), {@code seek} anywhere else,
+ * {@code seekToBeginning}, {@code seekToEnd}, {@code partitionsFor}, {@code listTopics},
  * {@code offsetsForTimes}, {@code beginningOffsets}, {@code endOffsets},
  * {@code groupMetadata}, {@code clientInstanceId}, {@code subscribe(SubscriptionPattern)}.
- * Answered locally: {@code metrics()} is empty, {@code currentLag} is unknown,
- * {@code enforceRebalance} and metric registration are no-ops.
  *
  * <h2>Threading and resources</h2>
  *
@@ -154,10 +159,10 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
   private static final String ASSIGNMENT_OWNED =
       "assign is not supported by OnceGuardConsumer: the sidecar's route owns the consumer group and the partition"
           + " assignment, and a subscriber receives what the route consumes. Use subscribe().";
-  private static final String NO_POSITION =
-      " is not supported by OnceGuardConsumer: the sidecar fetches the records, and a partition's records can"
-          + " reach this consumer out of offset order (different entities are processed concurrently, early"
-          + " arrivals wait), so there is no client-side fetch position.";
+  private static final String SEEK_UNSUPPORTED =
+      " is not supported by OnceGuardConsumer: the sidecar owns the offsets and commits a partition only past"
+          + " records with a verdict, so only records returned by poll() and not yet acknowledged can be returned"
+          + " again. To process an acknowledged record again, re-drive it from the escalation topic";
 
   private final PullConsumer<K, V> delegate;
 
@@ -281,6 +286,17 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
     }
     delegate.decide(
         record, FailureClassifier.decision(HandleResult.Outcome.RETRY, "retry requested by the consumer", retryAfter.toMillis()));
+  }
+
+  /**
+   * Sets the listener told about each record of the route that the sidecar escalated (or removes
+   * it, with {@code null}); replaces {@value OnceGuardConsumerConfig#ESCALATION_LISTENER_CONFIG}.
+   * Call it before {@code subscribe}: the subscription asks the sidecar for the notices.
+   *
+   * @param listener called on the consumer thread, inside {@code poll}
+   */
+  public void setEscalationListener(EscalationListener listener) {
+    delegate.setEscalationListener(listener);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -521,23 +537,35 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * Not supported: the sidecar owns the offsets.
+   * Returns again, from the next poll on, the records of {@code partition} at or after
+   * {@code offset} that poll returned and that are not acknowledged yet — what an error handler
+   * that seeks back to a failed record (Spring Kafka's {@code DefaultErrorHandler}) needs. Records
+   * already acknowledged are final and never returned again. Seeking to the current position is
+   * a no-op.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition a partition in {@link #assignment()}
+   * @param offset the offset to consume next
+   * @throws IllegalStateException if the partition is not assigned
+   * @throws UnsupportedOperationException for any other move (forward, or back to acknowledged
+   *     records): the sidecar owns the offsets
    */
   @Override
   public void seek(TopicPartition partition, long offset) {
-    throw new UnsupportedOperationException("seek" + OFFSETS_OWNED);
+    delegate.seek(partition, offset, SEEK_UNSUPPORTED);
   }
 
   /**
-   * Not supported: the sidecar owns the offsets.
+   * Same as {@link #seek(TopicPartition, long)}; the metadata is ignored.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition a partition in {@link #assignment()}
+   * @param offsetAndMetadata the offset to consume next
    */
   @Override
   public void seek(TopicPartition partition, OffsetAndMetadata offsetAndMetadata) {
-    throw new UnsupportedOperationException("seek" + OFFSETS_OWNED);
+    if (offsetAndMetadata == null) {
+      throw new IllegalArgumentException("offsetAndMetadata must not be null");
+    }
+    delegate.seek(partition, offsetAndMetadata.offset(), SEEK_UNSUPPORTED);
   }
 
   /**
@@ -561,68 +589,84 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
   }
 
   /**
-   * Not supported: there is no client-side fetch position.
+   * The offset after the highest record of {@code partition} that poll returned (what
+   * {@code KafkaConsumer} calls the fetch position); before the first, the lowest offset received
+   * for it. Records of other entities of the partition may still arrive below it: the sidecar
+   * processes entities concurrently.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition a partition in {@link #assignment()}
+   * @return the position
+   * @throws IllegalStateException if the partition is not assigned (its stream ended, or no
+   *     record of it was delivered yet)
    */
   @Override
   public long position(TopicPartition partition) {
-    throw new UnsupportedOperationException("position" + NO_POSITION);
+    return delegate.position(partition);
   }
 
   /**
-   * Not supported: there is no client-side fetch position.
+   * Same as {@link #position(TopicPartition)}; answered locally, the timeout is not needed.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition a partition in {@link #assignment()}
+   * @param timeout ignored
+   * @return the position
    */
   @Override
   public long position(TopicPartition partition, Duration timeout) {
-    throw new UnsupportedOperationException("position" + NO_POSITION);
+    return delegate.position(partition);
   }
 
   /**
-   * Not supported: offsets are committed by the sidecar's consumer group; read them there with
-   * the Kafka Admin API.
+   * Per partition, the offset after the highest record this consumer acknowledged OK (committed)
+   * to the sidecar, or {@code null} if it acknowledged none: what this consumer committed. The
+   * sidecar's own consumer group commits the Kafka offset later, once the records before it have
+   * a verdict too; read that group with the Kafka Admin API when the broker's view is needed.
    *
-   * @throws UnsupportedOperationException always
+   * @param partitions partitions to look up
+   * @return a map with an entry per partition, {@code null} for those without an acknowledgement
    */
   @Override
   public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
-    throw committedUnsupported();
+    return delegate.committed(partitions);
   }
 
   /**
-   * Not supported; see {@link #committed(Set)}.
+   * Same as {@link #committed(Set)}; answered locally, the timeout is not needed.
    *
-   * @throws UnsupportedOperationException always
+   * @param partitions partitions to look up
+   * @param timeout ignored
+   * @return see {@link #committed(Set)}
    */
   @Override
   public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) {
-    throw committedUnsupported();
+    return delegate.committed(partitions);
   }
 
   /**
-   * Not supported; see {@link #committed(Set)}. {@code Consumer} declares it up to
-   * kafka-clients 3.x; it is here so that code calling it through the 3.x interface gets this
-   * explanation rather than an {@code AbstractMethodError}.
+   * Same as {@link #committed(Set)} for one partition. {@code Consumer} declares it up to
+   * kafka-clients 3.x; it is here so that code calling it through the 3.x interface gets an
+   * answer rather than an {@code AbstractMethodError}.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition partition to look up
+   * @return the committed offset, or {@code null}
    * @deprecated as in kafka-clients 3.x: use {@link #committed(Set)}
    */
   @Deprecated
   public OffsetAndMetadata committed(TopicPartition partition) {
-    throw committedUnsupported();
+    return delegate.committed(Set.of(partition)).get(partition);
   }
 
   /**
-   * Not supported; see {@link #committed(TopicPartition)}.
+   * Same as {@link #committed(TopicPartition)}.
    *
-   * @throws UnsupportedOperationException always
+   * @param partition partition to look up
+   * @param timeout ignored
+   * @return the committed offset, or {@code null}
    * @deprecated as in kafka-clients 3.x: use {@link #committed(Set, Duration)}
    */
   @Deprecated
   public OffsetAndMetadata committed(TopicPartition partition, Duration timeout) {
-    throw committedUnsupported();
+    return committed(partition);
   }
 
   /**
@@ -764,11 +808,18 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
             + " (KIP-714), and this consumer talks to the sidecar only.");
   }
 
-  /** Always empty: this consumer has no Kafka client metrics. */
+  /**
+   * The client's own counters, group {@value ConsumerMetrics#GROUP}, tags {@code client-id} and
+   * {@code route}: {@code records-polled-total}, {@code records-acknowledged-total},
+   * {@code records-rejected-total}, {@code records-retried-total}, {@code records-refused-total}
+   * (undeserializable), {@code records-in-flight} (polled, not acknowledged),
+   * {@code sidecar-reconnects-total}, {@code sidecar-connected}, {@code escalation-notices-total}.
+   * Values are live. Like {@code KafkaConsumer.metrics()}, any thread may call it (a metrics
+   * reporter, Micrometer's {@code KafkaClientMetrics}), also after close.
+   */
   @Override
   public Map<MetricName, ? extends Metric> metrics() {
-    delegate.ensureOpen();
-    return Map.of();
+    return delegate.metrics().metrics();
   }
 
   /** No-op: there is no broker to push client telemetry to (as with telemetry disabled). */
@@ -895,9 +946,4 @@ public class OnceGuardConsumer<K, V> implements Consumer<K, V> {
             + " subscribe(Collection) or subscribe(Pattern).");
   }
 
-  private static UnsupportedOperationException committedUnsupported() {
-    return new UnsupportedOperationException(
-        "committed is not supported by OnceGuardConsumer: offsets are committed by the sidecar's own consumer"
-            + " group, only past records with a final verdict. Read them from that group with the Kafka Admin API.");
-  }
 }

@@ -45,6 +45,13 @@ public final class OnceGuardConsumerConfig {
   /** Default of {@link #WINDOW_CONFIG}: the route's default. */
   public static final int DEFAULT_WINDOW = 0;
 
+  /**
+   * {@code onceguard.escalation.listener}: an {@link EscalationListener} instance, or its class
+   * (a {@code Class} or a class name, with a public no-arg constructor). Not part of
+   * {@link #configDef()}, whose types cannot hold an instance. Unset: no escalation notices.
+   */
+  public static final String ESCALATION_LISTENER_CONFIG = "onceguard.escalation.listener";
+
   /** Default of {@code enable.auto.commit}, as in Kafka. */
   public static final boolean DEFAULT_ENABLE_AUTO_COMMIT = true;
   /** Default of {@code max.poll.records}, as in Kafka. */

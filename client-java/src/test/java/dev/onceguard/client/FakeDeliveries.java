@@ -39,6 +39,11 @@ final class FakeDeliveries extends DeliveriesGrpc.DeliveriesImplBase {
     }
   }
 
+  /** Sends an escalation notice on the current stream, outside the window, as the sidecar does. */
+  synchronized void sendNotice(Delivery notice) {
+    current.responses.onNext(notice);
+  }
+
   /** Makes the next subscriptions fail with this status (null: accept again). */
   synchronized void refuseSubscriptions(Status status) {
     this.refuseWith = status;

@@ -1,5 +1,6 @@
 package dev.onceguard.client.internal;
 
+import dev.onceguard.client.EscalationListener;
 import dev.onceguard.client.OnceGuardConsumerConfig;
 import java.util.HashMap;
 import java.util.Map;
@@ -22,6 +23,7 @@ import org.apache.kafka.common.config.ConfigException;
  * @param keyDeserializerClass from {@code key.deserializer}, or {@code null}
  * @param valueDeserializerClass from {@code value.deserializer}, or {@code null}
  * @param originals every given key and value, for {@code Deserializer.configure}
+ * @param escalationListener from {@code onceguard.escalation.listener}, or {@code null}
  */
 public record ConsumerSettings(
     String target,
@@ -34,7 +36,8 @@ public record ConsumerSettings(
     long reconnectBackoffMaxMs,
     Class<?> keyDeserializerClass,
     Class<?> valueDeserializerClass,
-    Map<String, Object> originals) {
+    Map<String, Object> originals,
+    EscalationListener escalationListener) {
 
   private static final AtomicInteger CONSUMER_SEQUENCE = new AtomicInteger();
 
@@ -81,7 +84,36 @@ public record ConsumerSettings(
         (Class<?>) parsed.get(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG),
         Map.copyOf(configs.entrySet().stream()
             .filter(e -> e.getValue() != null)
-            .collect(HashMap<String, Object>::new, (m, e) -> m.put(e.getKey(), e.getValue()), Map::putAll)));
+            .collect(HashMap<String, Object>::new, (m, e) -> m.put(e.getKey(), e.getValue()), Map::putAll)),
+        escalationListener(configs.get(OnceGuardConsumerConfig.ESCALATION_LISTENER_CONFIG)));
+  }
+
+  private static EscalationListener escalationListener(Object value) {
+    String key = OnceGuardConsumerConfig.ESCALATION_LISTENER_CONFIG;
+    if (value == null || value instanceof EscalationListener) {
+      return (EscalationListener) value;
+    }
+    Class<?> type;
+    if (value instanceof Class<?> c) {
+      type = c;
+    } else if (value instanceof String name && !name.isBlank()) {
+      try {
+        type = Class.forName(name.strip(), true, Thread.currentThread().getContextClassLoader() != null
+            ? Thread.currentThread().getContextClassLoader() : ConsumerSettings.class.getClassLoader());
+      } catch (ClassNotFoundException e) {
+        throw new ConfigException(key, value, "class not found");
+      }
+    } else {
+      throw new ConfigException(key, value, "must be an EscalationListener, its Class or its class name");
+    }
+    if (!EscalationListener.class.isAssignableFrom(type)) {
+      throw new ConfigException(key, type.getName(), "is not a " + EscalationListener.class.getName());
+    }
+    try {
+      return (EscalationListener) type.getDeclaredConstructor().newInstance();
+    } catch (ReflectiveOperationException e) {
+      throw new ConfigException(key, type.getName(), "cannot be instantiated with a public no-arg constructor: " + e);
+    }
   }
 
   /**

@@ -27,6 +27,29 @@ final class Outstanding {
     return byPartition.isEmpty();
   }
 
+  int size() {
+    int n = 0;
+    for (NavigableMap<Long, Delivery> m : byPartition.values()) {
+      n += m.size();
+    }
+    return n;
+  }
+
+  /** Removes and returns the deliveries of a partition at or after an offset, in offset order. */
+  List<Delivery> takeFrom(TopicPartition partition, long offset) {
+    NavigableMap<Long, Delivery> m = byPartition.get(partition);
+    if (m == null) {
+      return List.of();
+    }
+    NavigableMap<Long, Delivery> tail = m.tailMap(offset, true);
+    List<Delivery> taken = new ArrayList<>(tail.values());
+    tail.clear();
+    if (m.isEmpty()) {
+      byPartition.remove(partition);
+    }
+    return taken;
+  }
+
   void clear() {
     byPartition.clear();
   }

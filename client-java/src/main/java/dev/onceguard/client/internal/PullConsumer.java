@@ -1,5 +1,6 @@
 package dev.onceguard.client.internal;
 
+import dev.onceguard.client.EscalationListener;
 import dev.onceguard.client.FailureOutcome;
 import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.HandleResult;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -67,6 +69,10 @@ import org.slf4j.LoggerFactory;
 public final class PullConsumer<K, V> {
   private static final Logger log = LoggerFactory.getLogger(PullConsumer.class);
 
+  /** How long a reopened stream must stay connected (without a delivery) to count as back. */
+  static final Duration SETTLED = Duration.ofMillis(500);
+  private static final long NOT_READY = Long.MIN_VALUE;
+
   /** Kafka's default close timeout. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
@@ -104,6 +110,17 @@ public final class PullConsumer<K, V> {
   private int failedStreams;
   private long nextStreamAtNanos = System.nanoTime();
   private boolean closed;
+  private final ConsumerMetrics metrics;
+  private EscalationListener escalationListener;
+  /** Next offset after the highest record poll returned, per partition (position). */
+  private final Map<TopicPartition, Long> handedOut = new HashMap<>();
+  /** Next offset after the highest record acknowledged OK, per partition (committed). */
+  private final Map<TopicPartition, Long> acknowledgedNext = new HashMap<>();
+  /** The last stream ended unexpectedly: the next one is a reconnect, and logs stay quiet. */
+  private boolean outage;
+  private int outageRetries;
+  private long outageSinceNanos;
+  private long streamReadyAtNanos = NOT_READY;
 
   private PullConsumer(
       Channel channel,
@@ -119,6 +136,8 @@ public final class PullConsumer<K, V> {
     this.valueDeserializer = valueDeserializer;
     this.converter = new RecordConverter<>(keyDeserializer, valueDeserializer);
     this.recordsFactory = recordsFactory;
+    this.metrics = new ConsumerMetrics(settings.subscriber(), settings.route());
+    this.escalationListener = settings.escalationListener();
   }
 
   /**
@@ -309,6 +328,7 @@ public final class PullConsumer<K, V> {
       while (true) {
         openStreamIfDue();
         drainEvents();
+        maybeBack();
         ConsumerRecords<K, V> records = takeReady();
         if (records != null) {
           if (!records.isEmpty()) {
@@ -323,6 +343,8 @@ public final class PullConsumer<K, V> {
         }
         if (stream == null) {
           wait = Math.min(wait, Math.max(0, nextStreamAtNanos - now));
+        } else if (outage && streamReadyAtNanos != NOT_READY) {
+          wait = Math.min(wait, Math.max(0, streamReadyAtNanos + SETTLED.toNanos() - now)); // to log it is back
         }
         StreamEvent event;
         try {
@@ -352,13 +374,58 @@ public final class PullConsumer<K, V> {
     } else if (event instanceof StreamEvent.Received) {
       StreamEvent.Received r = (StreamEvent.Received) event;
       if (r.stream() == stream) {
-        onReceived(r.delivery());
+        onConnected();
+        if (r.delivery().hasEscalation()) {
+          onEscalationNotice(r.delivery());
+        } else {
+          onReceived(r.delivery());
+        }
+      }
+    } else if (event instanceof StreamEvent.Ready) {
+      if (((StreamEvent.Ready) event).stream() == stream) {
+        streamReadyAtNanos = System.nanoTime();
+        metrics.connected = true;
       }
     } else if (event instanceof StreamEvent.Ended) {
       StreamEvent.Ended e = (StreamEvent.Ended) event;
       if (e.stream() == stream) {
         onStreamLost(e.status());
       }
+    }
+  }
+
+  /**
+   * Ends an outage once the current stream has stayed connected for {@link #SETTLED}: a sidecar
+   * that accepts the connection and then refuses the subscription is still away.
+   */
+  private void maybeBack() {
+    if (outage && stream != null && streamReadyAtNanos != NOT_READY
+        && System.nanoTime() - streamReadyAtNanos >= SETTLED.toNanos()) {
+      onConnected();
+    }
+  }
+
+  /** The current stream works: one INFO line if it ends an outage. */
+  private void onConnected() {
+    metrics.connected = true;
+    if (outage) {
+      outage = false;
+      log.info("route={}: the stream to the sidecar is back after {} failed resubscription(s) in {} ms",
+          settings.route(), outageRetries, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - outageSinceNanos));
+    }
+  }
+
+  private void onEscalationNotice(Delivery notice) {
+    metrics.escalations.incrementAndGet();
+    EscalationListener l = escalationListener;
+    if (l == null) {
+      return;
+    }
+    try {
+      l.onEscalation(RecordConverter.rawRecord(notice), GuardMapping.toVerdict(notice.getEscalation()));
+    } catch (RuntimeException e) {
+      log.warn("route={}: the escalation listener threw on {}-{}@{}; ignored", settings.route(),
+          notice.getRecord().getTopic(), notice.getRecord().getPartition(), notice.getRecord().getOffset(), e);
     }
   }
 
@@ -435,6 +502,12 @@ public final class PullConsumer<K, V> {
     for (Refusal r : refused) {
       refuseUndeserializable(r.delivery(), r.failure());
     }
+    for (Delivery d : batch) {
+      handedOut.merge(RecordConverter.topicPartition(d), d.getRecord().getOffset() + 1, Math::max);
+    }
+    metrics.polled.addAndGet(returned.size());
+    metrics.refused.addAndGet(refused.size());
+    metrics.inFlight = outstanding.size();
     return records;
   }
 
@@ -554,6 +627,8 @@ public final class PullConsumer<K, V> {
             partition, record.offset()));
       }
       stream.ack(d.getDeliveryId(), result);
+      (result.getOutcome() == HandleResult.Outcome.REJECT ? metrics.rejected : metrics.retried).incrementAndGet();
+      metrics.inFlight = outstanding.size();
     } finally {
       access.release();
     }
@@ -582,7 +657,11 @@ public final class PullConsumer<K, V> {
     for (Delivery d : deliveries) {
       stream.ack(d.getDeliveryId(), OK);
     }
-    return Outstanding.nextOffsets(deliveries);
+    Map<TopicPartition, OffsetAndMetadata> next = Outstanding.nextOffsets(deliveries);
+    next.forEach((p, o) -> acknowledgedNext.merge(p, o.offset(), Math::max));
+    metrics.acknowledged.addAndGet(deliveries.size());
+    metrics.inFlight = outstanding.size();
+    return next;
   }
 
   private void requireLiveStreamForOutstanding() {
@@ -614,6 +693,120 @@ public final class PullConsumer<K, V> {
   private static void requireOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
     if (offsets == null) {
       throw new IllegalArgumentException("offsets must not be null");
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Positions, offsets, metrics, escalations
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * See {@code Consumer.committed(Set)}: per partition, the offset after the highest record this
+   * consumer acknowledged OK, or {@code null} if it acknowledged none.
+   */
+  public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) {
+    acquireAndEnsureOpen();
+    try {
+      requirePartitions(partitions);
+      Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+      for (TopicPartition p : partitions) {
+        Long next = acknowledgedNext.get(p);
+        out.put(p, next == null ? null : new OffsetAndMetadata(next));
+      }
+      return out;
+    } finally {
+      access.release();
+    }
+  }
+
+  /**
+   * See {@code Consumer.position}: the offset after the highest record of the partition that
+   * poll returned (or refused); before the first, the lowest offset received for it.
+   *
+   * @throws IllegalStateException if the partition is not in {@link #assignment()}
+   */
+  public long position(TopicPartition partition) {
+    acquireAndEnsureOpen();
+    try {
+      requireAssigned(partition, "check the position for");
+      return positionLocked(partition);
+    } finally {
+      access.release();
+    }
+  }
+
+  private long positionLocked(TopicPartition partition) {
+    Long next = handedOut.get(partition);
+    if (next != null) {
+      return next;
+    }
+    long lowest = Long.MAX_VALUE;
+    for (Delivery d : received) {
+      if (RecordConverter.topicPartition(d).equals(partition)) {
+        lowest = Math.min(lowest, d.getRecord().getOffset());
+      }
+    }
+    return lowest != Long.MAX_VALUE ? lowest : acknowledgedNext.getOrDefault(partition, 0L);
+  }
+
+  /**
+   * See {@code Consumer.seek}: the records of the partition at or after {@code offset} that poll
+   * returned and that are not acknowledged are returned again by the next poll (what a Spring
+   * Kafka error handler does to retry a failed record). Acknowledged records are final.
+   *
+   * @throws IllegalStateException if the partition is not in {@link #assignment()}
+   * @throws UnsupportedOperationException if no unacknowledged record is at or after
+   *     {@code offset} and {@code offset} is not the current position: that move would skip
+   *     records without a verdict or replay acknowledged ones
+   */
+  public void seek(TopicPartition partition, long offset, String unsupportedMessage) {
+    acquireAndEnsureOpen();
+    try {
+      requireAssigned(partition, "seek");
+      if (offset < 0) {
+        throw new IllegalArgumentException("seek offset must not be negative");
+      }
+      List<Delivery> back = outstanding.takeFrom(partition, offset);
+      if (back.isEmpty()) {
+        if (offset != positionLocked(partition)) {
+          throw new UnsupportedOperationException(String.format(
+              "seek(%s, %d)%s (position %d; only unacknowledged records can be returned again)", partition, offset,
+              unsupportedMessage, positionLocked(partition)));
+        }
+        return;
+      }
+      for (int i = back.size() - 1; i >= 0; i--) {
+        received.addFirst(back.get(i));
+      }
+      handedOut.put(partition, offset);
+      metrics.inFlight = outstanding.size();
+    } finally {
+      access.release();
+    }
+  }
+
+  private void requireAssigned(TopicPartition partition, String what) {
+    if (partition == null) {
+      throw new IllegalArgumentException("partition must not be null");
+    }
+    if (!assignment.contains(partition)) {
+      throw new IllegalStateException("You can only " + what + " partitions assigned to this consumer; " + partition
+          + " is not (OnceGuardConsumer: a partition is assigned once the current stream delivered a record of it)");
+    }
+  }
+
+  /** The consumer's own counters; callable from any thread. */
+  public ConsumerMetrics metrics() {
+    return metrics;
+  }
+
+  /** Sets (or, with null, removes) the escalation listener; applies to the next subscription. */
+  public void setEscalationListener(EscalationListener listener) {
+    acquireAndEnsureOpen();
+    try {
+      this.escalationListener = listener;
+    } finally {
+      access.release();
     }
   }
 
@@ -763,10 +956,22 @@ public final class PullConsumer<K, V> {
     long delayMs = backoffMs(failedStreams++);
     nextStreamAtNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMs);
     boolean fatal = isFatal(status.getCode());
-    if (status.isOk()) {
-      log.info("route={}: the sidecar ended the stream; resubscribing in {} ms", settings.route(), delayMs);
+    metrics.connected = false;
+    if (outage) {
+      // One line per outage, not one per attempt: the INFO when it is back counts them.
+      outageRetries++;
+      log.debug("route={}: resubscription {} failed ({}); next in {} ms", settings.route(), outageRetries, describe(status),
+          delayMs);
     } else {
-      log.warn("route={}: stream to the sidecar failed ({}); resubscribing in {} ms", settings.route(), status, delayMs);
+      outage = true;
+      outageRetries = 0;
+      outageSinceNanos = System.nanoTime();
+      if (status.isOk()) {
+        log.info("route={}: the sidecar ended the stream; resubscribing in {} ms", settings.route(), delayMs);
+      } else {
+        log.warn("route={}: the stream to the sidecar broke ({}); resubscribing with backoff (up to {} ms apart), logged"
+            + " again once it is back", settings.route(), describe(status), settings.reconnectBackoffMaxMs());
+      }
     }
     if (!lost.isEmpty()) {
       invokeListener("onPartitionsLost", lost, listener::onPartitionsLost);
@@ -783,6 +988,19 @@ public final class PullConsumer<K, V> {
     received.clear();
     outstanding.clear();
     assignment.clear();
+    metrics.inFlight = 0;
+  }
+
+  /** A status in one line: code and description, the cause's message, no stack trace. */
+  private static String describe(Status status) {
+    StringBuilder b = new StringBuilder(status.getCode().name());
+    if (status.getDescription() != null) {
+      b.append(": ").append(status.getDescription());
+    }
+    if (status.getCause() != null) {
+      b.append(" (").append(status.getCause()).append(')');
+    }
+    return b.toString();
   }
 
   /** Statuses a new subscription cannot fix without an operator; polls report them. */
@@ -815,7 +1033,12 @@ public final class PullConsumer<K, V> {
           .setRoute(settings.route())
           .setWindow(settings.window())
           .setSubscriber(settings.subscriber())
+          .setEscalations(escalationListener != null)
           .build();
+      if (outage) {
+        metrics.reconnects.incrementAndGet();
+      }
+      streamReadyAtNanos = NOT_READY;
       stream = SubscriberStream.open(channel, subscription, events);
       log.debug("route={} subscriber={}: subscribed, window {}", settings.route(), settings.subscriber(), settings.window());
     }

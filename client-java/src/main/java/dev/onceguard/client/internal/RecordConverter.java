@@ -53,10 +53,7 @@ public final class RecordConverter<K, V> {
    */
   public ConsumerRecord<K, V> toRecord(Delivery delivery) {
     KafkaRecord raw = delivery.getRecord();
-    RecordHeaders headers = new RecordHeaders();
-    for (dev.onceguard.v1.Header h : raw.getHeadersList()) {
-      headers.add(h.getKey(), h.hasValue() ? h.getValue().toByteArray() : null);
-    }
+    RecordHeaders headers = recordHeaders(raw);
     addDeliveryHeaders(headers, delivery);
 
     byte[] keyBytes = raw.hasKey() ? raw.getKey().toByteArray() : null;
@@ -64,7 +61,30 @@ public final class RecordConverter<K, V> {
     // Like KafkaConsumer: null bytes stay null without asking the deserializer.
     K key = keyBytes == null ? null : keyDeserializer.deserialize(raw.getTopic(), headers, keyBytes);
     V value = valueBytes == null ? null : valueDeserializer.deserialize(raw.getTopic(), headers, valueBytes);
+    return record(raw, headers, keyBytes, valueBytes, key, value);
+  }
 
+  /**
+   * The Kafka record of a delivery or an escalation notice as consumed: raw key and value, its
+   * own headers only (no delivery headers).
+   */
+  public static ConsumerRecord<byte[], byte[]> rawRecord(Delivery delivery) {
+    KafkaRecord raw = delivery.getRecord();
+    byte[] keyBytes = raw.hasKey() ? raw.getKey().toByteArray() : null;
+    byte[] valueBytes = raw.hasValue() ? raw.getValue().toByteArray() : null;
+    return record(raw, recordHeaders(raw), keyBytes, valueBytes, keyBytes, valueBytes);
+  }
+
+  private static RecordHeaders recordHeaders(KafkaRecord raw) {
+    RecordHeaders headers = new RecordHeaders();
+    for (dev.onceguard.v1.Header h : raw.getHeadersList()) {
+      headers.add(h.getKey(), h.hasValue() ? h.getValue().toByteArray() : null);
+    }
+    return headers;
+  }
+
+  private static <K, V> ConsumerRecord<K, V> record(
+      KafkaRecord raw, RecordHeaders headers, byte[] keyBytes, byte[] valueBytes, K key, V value) {
     return new ConsumerRecord<>(
         raw.getTopic(),
         raw.getPartition(),

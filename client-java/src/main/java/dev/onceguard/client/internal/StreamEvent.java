@@ -14,6 +14,9 @@ sealed interface StreamEvent {
   /** {@code stream} ended; {@code status} is OK when the sidecar completed it. */
   record Ended(SubscriberStream stream, Status status) implements StreamEvent {}
 
+  /** {@code stream} is connected to the sidecar (gRPC's onReady fired the first time). */
+  record Ready(SubscriberStream stream) implements StreamEvent {}
+
   /** {@code wakeup()} was called; unblocks a waiting poll. */
   record Wakeup() implements StreamEvent {}
 

@@ -23,6 +23,7 @@ final class SubscriberStream implements ClientResponseObserver<SubscribeRequest,
   private final BlockingQueue<StreamEvent> events;
   private final CountDownLatch ended = new CountDownLatch(1);
   private volatile ClientCallStreamObserver<SubscribeRequest> requests;
+  private volatile boolean readySignalled; // onReady runs serialized on gRPC's executor
 
   private SubscriberStream(BlockingQueue<StreamEvent> events) {
     this.events = events;
@@ -42,6 +43,13 @@ final class SubscriberStream implements ClientResponseObserver<SubscribeRequest,
   @Override
   public void beforeStart(ClientCallStreamObserver<SubscribeRequest> requestStream) {
     this.requests = requestStream;
+    // the first onReady: the call reached a connected transport
+    requestStream.setOnReadyHandler(() -> {
+      if (!readySignalled) {
+        readySignalled = true;
+        events.add(new StreamEvent.Ready(this));
+      }
+    });
   }
 
   @Override

@@ -4,11 +4,13 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
+import dev.onceguard.proxy.pipeline.Deliveries;
 import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.Ack;
 import dev.onceguard.v1.DeliveriesGrpc;
 import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.SubscribeRequest;
+import dev.onceguard.v1.Verdict;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -21,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +41,12 @@ import org.slf4j.LoggerFactory;
  * and dispatches the next attempt flagged {@code redelivery = true}, which goes to whichever
  * subscriber has room then; a late ack for the failed one is ignored. While a route has no
  * subscriber its deliveries wait — their partitions fill their in-flight bound and pause.
+ *
+ * <p>Escalation notices: a subscriber that sets {@code Subscription.escalations} also receives,
+ * best effort, a {@link Delivery} with {@code escalation} set for each record of the route that
+ * was escalated (once the escalation topic acknowledged it), round robin among such subscribers;
+ * with none connected the notice is dropped. Notices are not deliveries: no id, no ack, no window
+ * slot.
  *
  * <p>Thread-safe: each route's state is guarded by its own lock; sends happen under it (gRPC
  * stream observers are not thread-safe); dispatch futures are completed after it is released.
@@ -80,6 +89,27 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     }
   }
 
+  /**
+   * Sends an escalation notice for {@code record} to one subscriber of {@code route} that asked
+   * for them; does nothing for a route not in pull mode or with no such subscriber. Never blocks
+   * (the gRPC stream buffers), never throws.
+   *
+   * @param route route that escalated the record
+   * @param record the escalated record, as consumed
+   * @param verdict its verdict (disposition {@code ILLEGAL_TRANSITION_ESCALATE})
+   */
+  public void escalated(String route, ConsumerRecord<byte[], byte[]> record, Verdict verdict) {
+    RouteHub h = hubs.get(route);
+    if (h != null) {
+      h.notifyEscalation(Deliveries.fromRecord(route, record)
+          .setEntityId(verdict.getEntityId())
+          .setEvent(verdict.getEvent())
+          .setDedupKey(verdict.getDedupKey())
+          .setEscalation(verdict)
+          .build());
+    }
+  }
+
   @Override
   public StreamObserver<SubscribeRequest> subscribe(StreamObserver<Delivery> out) {
     ServerCallStreamObserver<Delivery> stream = (ServerCallStreamObserver<Delivery>) out;
@@ -107,6 +137,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
           }
           sub.window = req.getSubscription().getWindow() == 0 ? DEFAULT_WINDOW : (int) Math.min(req.getSubscription().getWindow(), 10_000);
           sub.name = req.getSubscription().getSubscriber();
+          sub.escalations = req.getSubscription().getEscalations();
           h.add(sub);
         } else if (req.hasAck()) {
           if (sub.hub == null) {
@@ -159,6 +190,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     RouteHub hub;
     int window;
     String name = "";
+    boolean escalations;
     boolean closed;
 
     Subscriber(ServerCallStreamObserver<Delivery> stream) {
@@ -210,6 +242,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
     final ArrayDeque<Pending> queue = new ArrayDeque<>();
     final List<Subscriber> subscribers = new ArrayList<>();
     int next;
+    int nextNotified;
 
     RouteHub(RouteConfig route) {
       this.route = route;
@@ -307,6 +340,26 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
         p.stopTimer();
       }
       pump();
+    }
+
+    /** Sends a notice to the next subscriber that asked for notices, round robin; or drops it. */
+    void notifyEscalation(Delivery notice) {
+      synchronized (this) {
+        for (int i = 0; i < subscribers.size(); i++) {
+          Subscriber s = subscribers.get((nextNotified + i) % subscribers.size());
+          if (s.escalations && !s.closed) {
+            nextNotified = (nextNotified + i + 1) % subscribers.size();
+            try {
+              s.stream.onNext(notice);
+            } catch (RuntimeException e) {
+              log.debug("route {}: escalation notice not sent: {}", route.name(), e.toString());
+            }
+            return;
+          }
+        }
+      }
+      log.debug("route {}: no subscriber asked for escalation notices; notice for {} dropped", route.name(),
+          notice.getDedupKey());
     }
 
     /** Sends queued deliveries to subscribers with room, round robin. */

@@ -20,6 +20,7 @@ import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.ExecutorScheduler;
+import dev.onceguard.v1.Disposition;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
@@ -143,9 +144,17 @@ public final class GuardRuntime implements AutoCloseable {
   public ProcessorFactory processors(VerdictListener listener) {
     return ctx -> {
       RouteConfig route = ctx.route();
+      // pull routes: escalations also reach subscribers that asked for notices, once written
+      VerdictListener withNotices = (record, verdict, forwarded) -> {
+        if (verdict.getDisposition() == Disposition.ILLEGAL_TRANSITION_ESCALATE) {
+          pullHub.escalated(route.name(), record, verdict);
+        }
+        listener.onVerdict(record, verdict, forwarded);
+      };
       Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
-          d, escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(), listener);
+          d, escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(),
+          route.mode() == RouteConfig.Mode.PULL ? withNotices : listener);
     };
   }
 

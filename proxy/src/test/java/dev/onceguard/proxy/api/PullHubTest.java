@@ -8,18 +8,23 @@ import dev.onceguard.proxy.dispatch.Dispatcher;
 import dev.onceguard.proxy.time.FakeTime;
 import dev.onceguard.v1.Ack;
 import dev.onceguard.v1.Delivery;
+import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.HandleResult;
+import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.SubscribeRequest;
 import dev.onceguard.v1.Subscription;
+import dev.onceguard.v1.Verdict;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -159,6 +164,53 @@ class PullHubTest {
         }
       });
     }
+  }
+
+  @Test
+  void escalationNotices_goRoundRobinToSubscribersThatAskedForThem_outsideTheWindow() {
+    Client plain = subscribe("plain", 1);
+    FakeStream s1 = new FakeStream();
+    hub.subscribe(s1).onNext(SubscribeRequest.newBuilder().setSubscription(Subscription.newBuilder().setRoute("orders")
+        .setSubscriber("n1").setWindow(1).setEscalations(true)).build());
+    FakeStream s2 = new FakeStream();
+    hub.subscribe(s2).onNext(SubscribeRequest.newBuilder().setSubscription(Subscription.newBuilder().setRoute("orders")
+        .setSubscriber("n2").setWindow(1).setEscalations(true)).build());
+    // fill every window: notices do not wait for room
+    for (int i = 0; i < 3; i++) {
+      dispatcher.dispatch(delivery("d" + i), HANDLER_TIMEOUT);
+    }
+    ConsumerRecord<byte[], byte[]> record =
+        new ConsumerRecord<>("orders", 2, 41L, "o-17".getBytes(), "{}".getBytes());
+    Verdict verdict = Verdict.newBuilder()
+        .setDisposition(Disposition.ILLEGAL_TRANSITION_ESCALATE)
+        .setReason(Reason.ILLEGAL_TRANSITION).setEntityId("o-17").setEvent("pay").setDedupKey("dk").build();
+
+    hub.escalated("orders", record, verdict);
+    hub.escalated("orders", record, verdict);
+    hub.escalated("no-such-route", record, verdict);
+
+    assertThat(plain.stream.sent).noneMatch(Delivery::hasEscalation);
+    List<Delivery> notices = new ArrayList<>();
+    for (FakeStream s : List.of(s1, s2)) {
+      assertThat(s.sent.stream().filter(Delivery::hasEscalation).toList()).as("one notice each").hasSize(1);
+      s.sent.stream().filter(Delivery::hasEscalation).forEach(notices::add);
+    }
+    assertThat(notices).allSatisfy(n -> {
+      assertThat(n.getDeliveryId()).isEmpty();
+      assertThat(n.getEscalation()).isEqualTo(verdict);
+      assertThat(n.getEntityId()).isEqualTo("o-17");
+      assertThat(n.getRecord().getPartition()).isEqualTo(2);
+      assertThat(n.getRecord().getOffset()).isEqualTo(41L);
+      assertThat(n.getRecord().getKey().toStringUtf8()).isEqualTo("o-17");
+    });
+  }
+
+  @Test
+  void escalationNotice_withNoSubscriberThatAsked_isDropped() {
+    Client plain = subscribe("plain", 4);
+    hub.escalated("orders", new ConsumerRecord<>("orders", 0, 1L, null, null),
+        Verdict.getDefaultInstance());
+    assertThat(plain.stream.sent).isEmpty();
   }
 
   @Test
