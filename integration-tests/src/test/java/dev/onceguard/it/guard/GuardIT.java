@@ -761,6 +761,28 @@ class GuardIT {
 
   // ------------------------------------------------------------------------- group commit
 
+  /** A row lock on an order entity, held by a transaction of its own until released. */
+  record RowLock(java.util.concurrent.CompletableFuture<Void> unlock, java.util.concurrent.CompletableFuture<Object> tx) {
+    static RowLock hold(String orderId) throws Exception {
+      java.util.concurrent.CompletableFuture<Void> locked = new java.util.concurrent.CompletableFuture<>();
+      java.util.concurrent.CompletableFuture<Void> unlock = new java.util.concurrent.CompletableFuture<>();
+      var tx = fx.db.<Object>inTransaction(c -> reactor.core.publisher.Mono.from(
+                  c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, orderId).execute())
+              .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
+              .doOnNext(x -> locked.complete(null))
+              .then(reactor.core.publisher.Mono.fromFuture(unlock))
+              .thenReturn(orderId))
+          .toFuture();
+      locked.get(10, TimeUnit.SECONDS);
+      return new RowLock(unlock, tx);
+    }
+
+    void release() throws Exception {
+      unlock.complete(null);
+      tx.get(10, TimeUnit.SECONDS);
+    }
+  }
+
   @Test
   void groupCommit_conflictingRecordsInAGroup_classifiedAlone_othersCommit() throws Exception {
     // one group slot, held by a claim that waits on a row lock: everything submitted meanwhile
@@ -770,15 +792,7 @@ class GuardIT {
     Guard setup = fx.guard(uniq("grp-setup"), null);
     String blocker = orderIn(setup, "created");
     String applied = orderIn(setup, "paid");
-    java.util.concurrent.CompletableFuture<Void> locked = new java.util.concurrent.CompletableFuture<>();
-    java.util.concurrent.CompletableFuture<Void> unlock = new java.util.concurrent.CompletableFuture<>();
-    var lock = fx.db.inTransaction(c -> reactor.core.publisher.Mono.from(
-                c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, blocker).execute())
-            .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
-            .doOnNext(x -> locked.complete(null))
-            .then(reactor.core.publisher.Mono.fromFuture(unlock)))
-        .toFuture();
-    locked.get(10, TimeUnit.SECONDS);
+    RowLock lock = RowLock.hold(blocker);
     var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
 
     List<String> fresh = new ArrayList<>();
@@ -799,8 +813,7 @@ class GuardIT {
     var cas = g.claimInStore(fx.route("orders"), fx.event("orders", conflicting), src()).toCompletableFuture();
     Thread.sleep(100);
     assertThat(creates).noneMatch(java.util.concurrent.CompletableFuture::isDone);
-    unlock.complete(null);
-    lock.get(10, TimeUnit.SECONDS);
+    lock.release();
 
     assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
     List<Claim> claims = new ArrayList<>();
@@ -833,15 +846,7 @@ class GuardIT {
     claims.add(((ClaimResult.Accepted) a).claim());
     Claim lost = claims.get(2);
     assertThat(fx.update("UPDATE og_ledger SET owner = 'another-owner', attempts = attempts + 1 WHERE dedup_key = ?", lost.dedupKey())).isEqualTo(1);
-    java.util.concurrent.CompletableFuture<Void> locked2 = new java.util.concurrent.CompletableFuture<>();
-    java.util.concurrent.CompletableFuture<Void> unlock2 = new java.util.concurrent.CompletableFuture<>();
-    var lock2 = fx.db.inTransaction(c -> reactor.core.publisher.Mono.from(
-                c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, blocker).execute())
-            .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
-            .doOnNext(x -> locked2.complete(null))
-            .then(reactor.core.publisher.Mono.fromFuture(unlock2)))
-        .toFuture();
-    locked2.get(10, TimeUnit.SECONDS);
+    RowLock lock2 = RowLock.hold(blocker);
     var firstConfirm = g.confirm(fx.route("orders"), ((ClaimResult.Accepted) first.get()).claim()).toCompletableFuture();
     List<java.util.concurrent.CompletableFuture<Boolean>> confirms = new ArrayList<>();
     for (Claim c : claims) {
@@ -849,8 +854,7 @@ class GuardIT {
     }
     Thread.sleep(100);
     assertThat(confirms).noneMatch(java.util.concurrent.CompletableFuture::isDone);
-    unlock2.complete(null);
-    lock2.get(10, TimeUnit.SECONDS);
+    lock2.release();
     assertThat(firstConfirm.get(10, TimeUnit.SECONDS)).isTrue();
     for (int i = 0; i < claims.size(); i++) {
       assertThat(confirms.get(i).get(10, TimeUnit.SECONDS)).as("confirm of claim %d", i).isEqualTo(claims.get(i) != lost);
@@ -863,6 +867,40 @@ class GuardIT {
     long[] after = grouped.groupCounts();
     assertThat(after[2]).as("confirm groups: the blocked one alone, then the seven that queued behind it").isEqualTo(2);
     assertThat(after[3]).isEqualTo(8);
+  }
+
+  @Test
+  void groupCommit_replaysAmongFreshRecords_readInOneSelect_freshOnesStillWrittenAsAGroup() throws Exception {
+    dev.onceguard.proxy.store.MysqlGuardStore grouped = new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = new Guard(grouped, dev.onceguard.proxy.store.IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, uniq("grp2"));
+    Guard setup = fx.guard(uniq("grp2-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String done1 = orderIn(setup, "created");
+    String done2 = orderIn(setup, "paid");
+    RowLock lock = RowLock.hold(blocker);
+    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
+    var replay1 = g.claimInStore(fx.route("orders"), fx.event("orders", order(done1, "create")), src()).toCompletableFuture();
+    List<String> fresh = new ArrayList<>();
+    List<java.util.concurrent.CompletableFuture<ClaimResult>> creates = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      String id = uniq("grp2-new");
+      fresh.add(id);
+      creates.add(g.claimInStore(fx.route("orders"), fx.event("orders", order(id, "create")), src()).toCompletableFuture());
+    }
+    var replay2 = g.claimInStore(fx.route("orders"), fx.event("orders", order(done2, "pay")), src()).toCompletableFuture();
+    lock.release();
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(((ClaimResult.Rejected) replay1.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);
+    assertThat(((ClaimResult.Rejected) replay2.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);
+    for (int i = 0; i < fresh.size(); i++) {
+      assertThat(creates.get(i).get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+      assertThat(entityState(fresh.get(i))).isEqualTo("created");
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'PENDING'", fresh.get(i))).isEqualTo(1);
+    }
+    assertThat(entityState(done2)).isEqualTo("paid");
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id IN (?, ?) AND status <> 'DONE'", done1, done2)).isZero();
+    assertThat(grouped.groupCounts()[0]).isEqualTo(2);
+    assertThat(grouped.groupCounts()[1]).isEqualTo(6);
   }
 
   // ------------------------------------------------------------------------- cost

@@ -72,8 +72,11 @@ public final class Guard implements AutoCloseable {
   private final AtomicLong decisionLogFailures = new AtomicLong();
   private final AtomicLong contention = new AtomicLong();
   private final AtomicLong decisionLogDropped = new AtomicLong();
-  /** Bounds decision-log writes in flight, so a replay storm cannot starve the claims' pool. */
-  private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(32);
+  /**
+   * Bounds decision-log entries in flight (the store writes them in groups on one connection), so
+   * a replay storm cannot pile up memory or starve the claims' pool.
+   */
+  private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(256);
 
   /**
    * @param owner unique per process run (not per pod name: a restarted pod is a new owner)
@@ -286,7 +289,7 @@ public final class Guard implements AutoCloseable {
 
   /**
    * Appends a non-accepted verdict to the decision log, best effort: failures are counted, never
-   * raised; cache hits are not logged (an L1 hit must not cost a MySQL write); when 32 writes are
+   * raised; cache hits are not logged (an L1 hit must not cost a MySQL write); when 256 entries are
    * already in flight the entry is dropped and counted.
    */
   public CompletionStage<Void> record(Verdict v, Source s) {

@@ -62,6 +62,8 @@ public final class MysqlGuardStore implements GuardStore {
   private final CommitGroups<ClaimCommand, ClaimOutcome> claims;
   /** Confirms ready together, written in one transaction. */
   private final CommitGroups<Confirm, Boolean> confirms;
+  /** Decision-log entries ready together, one INSERT (one connection at most: the log is best effort). */
+  private final CommitGroups<DecisionEntry, Boolean> decisions;
 
   /** Records in one group transaction at most: a larger group holds its row locks longer. */
   static final int MAX_GROUP_SIZE = 32;
@@ -83,6 +85,7 @@ public final class MysqlGuardStore implements GuardStore {
     this.owners = tablePrefix + "owner";
     this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup);
     this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::confirmGroup);
+    this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, this::decisionGroup);
   }
 
   /** With group slots for a pool of {@code poolSize}: a quarter of it each for claims and confirms. */
@@ -128,8 +131,7 @@ public final class MysqlGuardStore implements GuardStore {
       return claimTx(group.get(0), null).map(List::of).toFuture();
     }
     return db.inTransaction(c -> insertLedgerRows(c, group)
-            .flatMap(all -> all ? applyAll(c, group)
-                : reactor.core.publisher.Flux.fromIterable(group).concatMap(cmd -> claimInGroup(c, cmd)).collectList()))
+            .flatMap(all -> all ? applyAll(c, group) : claimAroundConflicts(c, group)))
         .flatMap(found -> reactor.core.publisher.Flux.range(0, group.size())
             .flatMapSequential(i -> {
               ClaimOutcome o = found.get(i);
@@ -178,6 +180,50 @@ public final class MysqlGuardStore implements GuardStore {
     return Db.update(c, sql.toString(), args.toArray())
         .map(n -> n == group.size())
         .onErrorResume(DuplicateKeyException.class, x -> Mono.just(false));
+  }
+
+  /**
+   * A group whose multi-row INSERT a duplicate refused (replays, typically all of them): the rows
+   * that exist already are read in one SELECT and are those claims' conflicts; the others are
+   * written as a group again, or row by row if that is refused too (a row another transaction
+   * wrote and had not committed when the SELECT ran).
+   */
+  private Mono<List<ClaimOutcome>> claimAroundConflicts(Connection c, List<ClaimCommand> group) {
+    StringBuilder in = new StringBuilder();
+    List<Object> args = new ArrayList<>(group.size() * 2);
+    for (ClaimCommand cmd : group) {
+      in.append(in.isEmpty() ? "" : ", ").append("(?, ?)");
+      args.add(cmd.route());
+      args.add(cmd.extracted().dedupKey());
+    }
+    return Db.query(c, "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+                + " WHERE (l.route, l.dedup_key) IN (" + in + ")", MysqlGuardStore::ledgerRow, args.toArray())
+        .flatMap(rows -> {
+          java.util.Map<String, LedgerRow> existing = new java.util.HashMap<>();
+          for (LedgerRow r : rows) {
+            existing.put(r.route() + "\u0000" + r.dedupKey(), r);
+          }
+          List<ClaimCommand> fresh = new ArrayList<>();
+          for (ClaimCommand cmd : group) {
+            if (!existing.containsKey(cmd.route() + "\u0000" + cmd.extracted().dedupKey())) {
+              fresh.add(cmd);
+            }
+          }
+          Mono<List<ClaimOutcome>> claimedFresh = fresh.isEmpty() ? Mono.just(List.of())
+              : fresh.size() == group.size()
+                  ? reactor.core.publisher.Flux.fromIterable(fresh).concatMap(cmd -> claimInGroup(c, cmd)).collectList()
+                  : insertLedgerRows(c, fresh).flatMap(all -> all ? applyAll(c, fresh)
+                      : reactor.core.publisher.Flux.fromIterable(fresh).concatMap(cmd -> claimInGroup(c, cmd)).collectList());
+          return claimedFresh.map(outcomes -> {
+            List<ClaimOutcome> out = new ArrayList<>(group.size());
+            int next = 0;
+            for (ClaimCommand cmd : group) {
+              LedgerRow row = existing.get(cmd.route() + "\u0000" + cmd.extracted().dedupKey());
+              out.add(row != null ? new ClaimOutcome.LedgerConflict(row) : outcomes.get(next++));
+            }
+            return out;
+          });
+        });
   }
 
   /**
@@ -612,20 +658,33 @@ public final class MysqlGuardStore implements GuardStore {
 
   // ------------------------------------------------------------------------ decisions/explain
 
+  private record DecisionEntry(Verdict verdict, Source source, long nowMillis) {}
+
   @Override
   public CompletionStage<Void> recordDecision(Verdict v, Source s, long nowMillis) {
-    String detail = v.getDetail().length() > 1000 ? v.getDetail().substring(0, 999) + "…" : v.getDetail();
-    return db.autocommit(c -> Db.update(c,
-            "INSERT INTO " + decision + " (at_ms, route, dedup_key, entity_id, event, disposition, layer, reason, detail,"
-                + " current_state, current_version, source_topic, source_partition, source_offset)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            nowMillis, v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()), emptyToNull(v.getEvent()),
-            v.getDisposition().name(), v.getLayer().name(), v.getReason().name(), detail, emptyToNull(v.getCurrentState()),
-            v.getCurrentState().isEmpty() ? Db.NULL_LONG : v.getCurrentVersion(),
-            s == null ? Db.NULL_STRING : s.topic(), s == null ? new Db.Null(Integer.class) : s.partition(),
-            s == null ? Db.NULL_LONG : s.offset()))
-        .then()
-        .toFuture();
+    return decisions.submit(new DecisionEntry(v, s, nowMillis)).thenApply(x -> null);
+  }
+
+  /** Decisions that are ready together go in one multi-row INSERT (autocommit: each row stands alone). */
+  private CompletionStage<List<Boolean>> decisionGroup(List<DecisionEntry> group) {
+    StringBuilder sql = new StringBuilder("INSERT INTO ").append(decision)
+        .append(" (at_ms, route, dedup_key, entity_id, event, disposition, layer, reason, detail, current_state, current_version,"
+            + " source_topic, source_partition, source_offset) VALUES ");
+    List<Object> args = new ArrayList<>(group.size() * 14);
+    for (int i = 0; i < group.size(); i++) {
+      DecisionEntry d = group.get(i);
+      Verdict v = d.verdict();
+      Source s = d.source();
+      String detail = v.getDetail().length() > 1000 ? v.getDetail().substring(0, 999) + "…" : v.getDetail();
+      sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      args.addAll(java.util.Arrays.asList(d.nowMillis(), v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()),
+          emptyToNull(v.getEvent()), v.getDisposition().name(), v.getLayer().name(), v.getReason().name(), detail,
+          emptyToNull(v.getCurrentState()), v.getCurrentState().isEmpty() ? Db.NULL_LONG : v.getCurrentVersion(),
+          s == null ? Db.NULL_STRING : s.topic(), s == null ? new Db.Null(Integer.class) : s.partition(),
+          s == null ? Db.NULL_LONG : s.offset()));
+    }
+    List<Boolean> done = java.util.Collections.nCopies(group.size(), true);
+    return db.autocommit(c -> Db.update(c, sql.toString(), args.toArray())).thenReturn(done).toFuture();
   }
 
   @Override

@@ -189,14 +189,17 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
-              failed("SET", e);
+              // counted, but it does not open the breaker: a write that missed its timeout while
+              // the GETs answer (a stall of this process, a burst) must not switch L1 off for
+              // every record; if Redis is really gone, the GETs open it
+              failures.incrementAndGet();
             } else {
               healthy();
             }
             return null;
           });
     } catch (RuntimeException e) {
-      failed("SET", e);
+      failures.incrementAndGet();
       return CompletableFuture.completedFuture(null);
     }
   }
