@@ -139,6 +139,35 @@ class ConsumerAnswersTest {
   }
 
   @Test
+  void position_ofAPartitionAssignedAgainAfterTheStreamBroke_isNotWhereTheLostStreamWas() {
+    OnceGuardConsumer<String, String> c = consumer(config());
+    List<Long> positionsOnAssignment = new CopyOnWriteArrayList<>();
+    // what Spring Kafka's container does on assignment (assignmentCommitOption LATEST_ONLY_NO_TX)
+    c.subscribe(List.of(TOPIC), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
+      @Override
+      public void onPartitionsRevoked(java.util.Collection<TopicPartition> partitions) {}
+
+      @Override
+      public void onPartitionsAssigned(java.util.Collection<TopicPartition> partitions) {
+        if (partitions.contains(P0)) {
+          positionsOnAssignment.add(c.position(P0));
+        }
+      }
+    });
+    sidecar.enqueue(delivery("a", 0, 7, "k7", "v"));
+    poll(c, 1);
+    assertThat(c.position(P0)).isEqualTo(8);
+
+    // the stream breaks before offset 7 was acknowledged: the sidecar delivers it again
+    sidecar.failCurrentStream(Status.UNAVAILABLE);
+    List<ConsumerRecord<String, String>> again = poll(c, 1);
+
+    assertThat(again).extracting(ConsumerRecord::offset).containsExactly(7L);
+    assertThat(positionsOnAssignment).as("the next record to be returned is 7").containsExactly(7L, 7L);
+    assertThat(c.position(P0)).isEqualTo(8);
+  }
+
+  @Test
   void seekBack_returnsUnacknowledgedRecordsAgain_andRefusesOtherMoves() {
     OnceGuardConsumer<String, String> c = consumer(config());
     c.subscribe(List.of(TOPIC));

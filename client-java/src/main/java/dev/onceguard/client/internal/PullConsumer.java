@@ -988,6 +988,9 @@ public final class PullConsumer<K, V> {
     received.clear();
     outstanding.clear();
     assignment.clear();
+    // As in Kafka, a partition assigned again starts from what was committed, not from where the
+    // lost stream was: the records it handed out and that were not acknowledged come back.
+    handedOut.clear();
     metrics.inFlight = 0;
   }
 

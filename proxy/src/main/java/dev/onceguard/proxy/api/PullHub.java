@@ -91,8 +91,10 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
 
   /**
    * Sends an escalation notice for {@code record} to one subscriber of {@code route} that asked
-   * for them; does nothing for a route not in pull mode or with no such subscriber. Never blocks
-   * (the gRPC stream buffers), never throws.
+   * for them and whose stream takes more now ({@code isReady}); does nothing for a route not in
+   * pull mode or with no such subscriber. Never blocks, never throws, and never buffers without
+   * bound: a subscriber that stopped reading gets no notices (they are best effort) rather than
+   * having them pile up in the sidecar's memory.
    *
    * @param route route that escalated the record
    * @param record the escalated record, as consumed
@@ -101,12 +103,16 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
   public void escalated(String route, ConsumerRecord<byte[], byte[]> record, Verdict verdict) {
     RouteHub h = hubs.get(route);
     if (h != null) {
-      h.notifyEscalation(Deliveries.fromRecord(route, record)
-          .setEntityId(verdict.getEntityId())
-          .setEvent(verdict.getEvent())
-          .setDedupKey(verdict.getDedupKey())
-          .setEscalation(verdict)
-          .build());
+      try {
+        h.notifyEscalation(Deliveries.fromRecord(route, record)
+            .setEntityId(verdict.getEntityId())
+            .setEvent(verdict.getEvent())
+            .setDedupKey(verdict.getDedupKey())
+            .setEscalation(verdict)
+            .build());
+      } catch (RuntimeException e) {
+        log.warn("route {}: escalation notice not sent: {}", route, e.toString());
+      }
     }
   }
 
@@ -342,12 +348,16 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
       pump();
     }
 
-    /** Sends a notice to the next subscriber that asked for notices, round robin; or drops it. */
+    /**
+     * Sends a notice to the next subscriber that asked for notices and is ready, round robin; or
+     * drops it. Notices take no window slot, so without the readiness check a subscriber that
+     * stopped reading would have every notice buffered for it, without bound.
+     */
     void notifyEscalation(Delivery notice) {
       synchronized (this) {
         for (int i = 0; i < subscribers.size(); i++) {
           Subscriber s = subscribers.get((nextNotified + i) % subscribers.size());
-          if (s.escalations && !s.closed) {
+          if (s.escalations && !s.closed && s.stream.isReady()) {
             nextNotified = (nextNotified + i + 1) % subscribers.size();
             try {
               s.stream.onNext(notice);
@@ -358,7 +368,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
           }
         }
       }
-      log.debug("route {}: no subscriber asked for escalation notices; notice for {} dropped", route.name(),
+      log.debug("route {}: no ready subscriber asked for escalation notices; notice for {} dropped", route.name(),
           notice.getDedupKey());
     }
 

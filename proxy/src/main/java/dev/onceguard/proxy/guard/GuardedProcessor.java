@@ -159,6 +159,8 @@ public final class GuardedProcessor implements RecordProcessor {
     volatile CompletableFuture<Void> wake;
     /** A nudge came since the last claim began: whatever it waited for may have happened. */
     volatile boolean nudged;
+    /** The accepted claim being forwarded; null before the guard accepted one. */
+    volatile Forward forward;
 
     Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
       this.record = record;
@@ -171,13 +173,27 @@ public final class GuardedProcessor implements RecordProcessor {
     /**
      * A step's continuation that cannot leave the record hanging: if it throws (a bug, a broken
      * collaborator), the record completes exceptionally, and the pipeline logs it and tries it again.
+     * Once the record completed, later continuations (a call or a timer still running beside a
+     * step that failed) do nothing: the retry owns the record from then on.
      */
     <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
       return (v, e) -> {
+        if (done.isDone()) {
+          log.debug("{}: record already completed; a late continuation is ignored", where());
+          return;
+        }
         try {
           body.accept(v, e);
         } catch (RuntimeException | Error t) {
           log.error("{}: a step failed unexpectedly; the record is given back to the pipeline", where(), t);
+          Forward f = forward;
+          if (f != null) {
+            try {
+              f.giveUp();
+            } catch (RuntimeException | Error t2) {
+              t.addSuppressed(t2);
+            }
+          }
           done.completeExceptionally(t);
         }
       };
@@ -230,8 +246,11 @@ public final class GuardedProcessor implements RecordProcessor {
         }
         storeRetries = 0;
         if (r instanceof ClaimResult.Accepted a) {
+          // registered first: whatever throws from here on must hand the claim back (giveUp)
+          Forward f = new Forward(a.claim(), a.verdict());
+          forward = f;
           unpark();
-          new Forward(a.claim(), a.verdict()).attempt(1);
+          f.attempt(1);
         } else if (r instanceof ClaimResult.Rejected j) {
           unregister();
           finish(j.verdict(), false);
@@ -449,6 +468,11 @@ public final class GuardedProcessor implements RecordProcessor {
       boolean maybeSeen;
       /** Attempts that reached the business or may have (unreachable-business attempts do not count). */
       int counted;
+      /**
+       * The claim was handed back to the guard (confirmed, aborted or released): the guard no
+       * longer counts it as active in this process, so it must not be released again.
+       */
+      final java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean();
 
       Forward(Claim claim, Verdict accepted) {
         this.claim = claim;
@@ -588,6 +612,7 @@ public final class GuardedProcessor implements RecordProcessor {
             storeTrouble("confirm", e, this::confirm);
             return;
           }
+          settled.set(true); // Guard.confirm released it
           stopRenewal();
           storeRetries = 0;
           complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
@@ -602,6 +627,7 @@ public final class GuardedProcessor implements RecordProcessor {
             storeTrouble("abort", e, () -> abort(why));
             return;
           }
+          settled.set(true); // Guard.abort released it
           stopRenewal();
           storeRetries = 0;
           if (!ok) {
@@ -623,27 +649,49 @@ public final class GuardedProcessor implements RecordProcessor {
        */
       void reclaim(String step, Throwable e) {
         stopRenewal();
-        guard.release(claim);
+        release();
         storeTrouble(step, e, Run.this::claim);
+      }
+
+      /** Hands the claim back to the guard locally, once. */
+      void release() {
+        if (settled.compareAndSet(false, true)) {
+          guard.release(claim);
+        }
+      }
+
+      /**
+       * A step threw while this claim was held: stop renewing and release it locally, so that the
+       * pipeline's retry of the record is not refused as "still in flight in this process". The
+       * store row is left as it is: it is our own PENDING row of this very record with no active
+       * attempt, which the retry takes over at once (ClaimPolicy: TakeOver, force) and forwards
+       * flagged as a redelivery, which is right whether or not the business saw it; a retry in
+       * another process (after a rebalance) takes it over once the lease, no longer renewed, ends.
+       * Aborting it instead would need a store round trip on a path that is already broken, and
+       * with {@code maySeen=false} would be wrong once an attempt went out.
+       */
+      void giveUp() {
+        stopRenewal();
+        release();
       }
 
       /** Cancelled or lost mid-way: Kafka redelivers the record (cancel) or the new owner finishes it. */
       void abandon() {
         stopRenewal();
-        if (!dispatched && !lost) {
+        if (!dispatched && !lost && settled.compareAndSet(false, true)) {
           // the business never saw it: undo the claim now instead of leaving it leased, so the
           // partition's next owner takes the record at once and without a redelivery flag
           // (Guard.abort releases the claim locally)
           guard.abort(claim, false).whenComplete(step((ok, e) -> {
             if (e != null) {
-              guard.release(claim);
+              guard.release(claim); // Guard.abort releases only on success
               log.debug("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
             }
             done.completeExceptionally(new CancelledException(where()));
           }));
           return;
         }
-        guard.release(claim);
+        release();
         if (lost && !cancel.isCancelled()) {
           complete(Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
               "claim was taken over by another owner while forwarding"), false);

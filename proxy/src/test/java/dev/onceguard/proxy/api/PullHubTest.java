@@ -51,6 +51,8 @@ class PullHubTest {
     final RecordingObserver<Delivery> out = new RecordingObserver<>();
     final List<Delivery> sent = out.values;
     volatile Runnable onCancel = () -> {};
+    /** What isReady answers: false once the client stopped reading and gRPC's buffer is full. */
+    volatile boolean ready = true;
 
     /** The client went away (what gRPC reports through the cancel handler). */
     void cancelByClient() {
@@ -74,7 +76,7 @@ class PullHubTest {
 
     @Override
     public boolean isReady() {
-      return true;
+      return ready;
     }
 
     @Override
@@ -203,6 +205,30 @@ class PullHubTest {
       assertThat(n.getRecord().getOffset()).isEqualTo(41L);
       assertThat(n.getRecord().getKey().toStringUtf8()).isEqualTo("o-17");
     });
+  }
+
+  @Test
+  void escalationNotices_skipASubscriberThatStoppedReading_insteadOfBufferingForItWithoutBound() {
+    FakeStream stalled = new FakeStream();
+    hub.subscribe(stalled).onNext(SubscribeRequest.newBuilder().setSubscription(Subscription.newBuilder().setRoute("orders")
+        .setSubscriber("stalled").setEscalations(true)).build());
+    FakeStream reading = new FakeStream();
+    hub.subscribe(reading).onNext(SubscribeRequest.newBuilder().setSubscription(Subscription.newBuilder().setRoute("orders")
+        .setSubscriber("reading").setEscalations(true)).build());
+    stalled.ready = false;
+    ConsumerRecord<byte[], byte[]> record = new ConsumerRecord<>("orders", 0, 1L, null, null);
+    Verdict verdict = Verdict.newBuilder().setDisposition(Disposition.ILLEGAL_TRANSITION_ESCALATE).build();
+
+    for (int i = 0; i < 4; i++) {
+      hub.escalated("orders", record, verdict);
+    }
+    assertThat(stalled.sent).isEmpty();
+    assertThat(reading.sent).hasSize(4);
+
+    reading.ready = false;
+    hub.escalated("orders", record, verdict);
+    assertThat(stalled.sent).as("dropped: best effort").isEmpty();
+    assertThat(reading.sent).hasSize(4);
   }
 
   @Test

@@ -115,6 +115,33 @@ class GuardedProcessorTest {
     assertThat(told).as("no verdict for a record given back to the pipeline").isEmpty();
   }
 
+  @Test
+  void process_stepThrowsAfterTheClaimWasAccepted_retryOfTheRecordTakesItsOwnClaimOverAndIsForwarded() {
+    store.entity("o-1", "to_ship");
+    // attempt 1: accepted, dispatched, then the step reading the broken answer throws
+    dispatcher.script.add(new DispatchResult(null, "broken", Duration.ZERO, false, false));
+
+    CompletableFuture<Void> first = process(ship);
+
+    assertThat(first).isCompletedExceptionally();
+    assertThat(time.pendingDelays()).as("the failed attempt stopped renewing its lease").isZero();
+
+    // the pipeline's retry: the ledger refuses the INSERT with our own live PENDING row
+    store.claims.add(cmd -> CompletableFuture.completedFuture(new ClaimOutcome.LedgerConflict(ourLiveRow(cmd))));
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> retry = process(ship);
+
+    assertThat(retry).as("not held back as 'still in flight in this process'").isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "claim", "takeOver force=true", "dispatch ship", "confirm");
+    Told t = onlyVerdict();
+    assertThat(t.verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(t.forwarded()).isTrue();
+    assertThat(dispatcher.calls.get(1).getRedelivery()).as("the business may have seen attempt 1").isTrue();
+    assertThat(store.entityRow("o-1").pendingKey).isNull();
+    assertThat(escalator.escalations).isEmpty();
+  }
+
   // ------------------------------------------------------------------------- (a) OK → confirm
 
   @Test
