@@ -44,7 +44,7 @@ public final class ConfigReader {
   public static final String DEFAULT_TABLE_PREFIX = "og_";
   public static final int DEFAULT_POOL_SIZE = 8;
   public static final Duration DEFAULT_DECISION_RETENTION = Duration.ofDays(14);
-  public static final Duration DEFAULT_REDIS_TIMEOUT = Duration.ofMillis(50);
+  public static final Duration DEFAULT_REDIS_TIMEOUT = Duration.ofMillis(200);
   public static final Duration DEFAULT_BREAKER_OPEN_FOR = Duration.ofSeconds(5);
   /** 30 days: the TTL only changes the L1 hit rate, never correctness (incident 1). */
   public static final Duration DEFAULT_REDIS_TTL = Duration.ofDays(30);

@@ -84,7 +84,7 @@ class ConfigReaderTest {
         "mysql.internal", 3306, "onceguard", "og", "s3cret", "og_", 8, true, Duration.ofDays(14)));
     assertThat(c.redis().uri()).isEqualTo("redis://redis:6379/0");
     assertThat(c.redis().enabled()).isTrue();
-    assertThat(c.redis().timeout()).isEqualTo(Duration.ofMillis(50));
+    assertThat(c.redis().timeout()).isEqualTo(Duration.ofMillis(200));
     assertThat(c.redis().keyPrefix()).isEqualTo("og:");
     assertThat(c.redis().breakerOpenFor()).isEqualTo(Duration.ofSeconds(5));
   }
