@@ -49,9 +49,12 @@ public final class Bench {
    *     no page (the page compares every scenario)
    * @param jfr where to write one JFR recording ({@code profile} settings) per measured throughput
    *     run, named {@code <scenario>-<run>.jfr}; null for none
+   * @param pacedRate the paced runs' rate; 0: half the median {@code guard_machine} rate (the
+   *     only choice of a full run: with {@code --only}, paced runs happen only at a given rate)
    */
   record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
-      String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args, java.util.Set<Scenario> only, Path jfr) {
+      String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args, java.util.Set<Scenario> only, Path jfr,
+      int pacedRate) {
     static Options parse(String[] args) {
       int records = 10_000;
       int repeats = 3;
@@ -67,6 +70,7 @@ public final class Bench {
       Path jar = Path.of("proxy/target/onceguard.jar");
       java.util.Set<Scenario> only = java.util.EnumSet.noneOf(Scenario.class);
       Path jfr = null;
+      int pacedRate = 0;
       List<String> shown = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
@@ -93,14 +97,16 @@ public final class Bench {
             }
           }
           case "--jfr" -> jfr = Path.of(v);
+          case "--paced-rate" -> pacedRate = positive(a, v);
           default -> throw new IllegalArgumentException("unknown option " + a + " (known: --records, --repeats, --partitions,"
-              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr)");
+              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr, --paced-rate)");
         }
         if (!a.equals("--command") && !a.equals("--label")) {
           shown.add(a + " " + v);
         }
       }
-      return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown, only, jfr);
+      return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown, only, jfr,
+          pacedRate);
     }
 
     boolean runs(Scenario s) {
@@ -178,7 +184,16 @@ public final class Bench {
         }
       }
       if (!o.only().isEmpty()) {
-        System.out.println("\n--only: a partial run, no paced runs, no RSS, nothing written");
+        for (int rep = 1; o.pacedRate() > 0 && rep <= o.repeats(); rep++) {
+          for (Scenario s : o.only()) {
+            if (s.paced) {
+              Stats st = runner.paced(s, o.pacedRate());
+              System.out.printf(Locale.ROOT, "paced %d  %-22s at %d rec/s: p50 %7.1f ms  p99 %7.1f ms  (%d records)%n", rep, s.id,
+                  o.pacedRate(), st.p50(), st.p99(), st.count());
+            }
+          }
+        }
+        System.out.println("\n--only: a partial run, no RSS, nothing written");
         return;
       }
       rate = (int) Math.max(1, Math.round(median(throughput.get(Scenario.GUARD_MACHINE).stream().mapToDouble(Stats::throughput)) / 2));

@@ -106,7 +106,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
     private static <B extends ClientOptions.Builder> B options(B b, Duration timeout) {
       b.autoReconnect(true)
-          .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(1)).build())
+          .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(1)).tcpNoDelay(true).build())
           .timeoutOptions(TimeoutOptions.enabled(timeout));
       return b;
     }
