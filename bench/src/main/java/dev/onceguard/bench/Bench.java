@@ -146,6 +146,7 @@ public final class Bench {
     Map<Scenario, List<Stats>> throughput = new EnumMap<>(Scenario.class);
     Map<Scenario, List<Stats>> paced = new EnumMap<>(Scenario.class);
     SidecarRss.Result rss = null;
+    List<ScaleCell> scale = new ArrayList<>();
     int rate;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
       Runner runner = new Runner(o, env, kafka, business, cpu);
@@ -209,6 +210,19 @@ public final class Bench {
           }
         }
       }
+      System.out.printf(Locale.ROOT, "%nscale: the guarded pipeline at 1 and 4 instances in one group, MySQL RTT 0 and 2 ms (delaying proxy)%n");
+      for (double rtt : new double[] {0, 2}) {
+        for (int instances : new int[] {1, 4}) {
+          try {
+            ScaleCell cell = runner.scale(instances, rtt, Math.min(o.records(), 5_000));
+            scale.add(cell);
+            System.out.printf(Locale.ROOT, "scale  %d instance(s), RTT %s ms: %7.0f rec/s   paced %d rec/s: p50 %6.1f ms  p99 %6.1f ms%n",
+                instances, rtt == 0 ? "0" : "2", cell.recPerS(), SCALE_PACED_RATE, cell.p50Ms(), cell.p99Ms());
+          } catch (Exception e) {
+            System.err.println("scale cell " + instances + " instances, RTT " + rtt + " ms not measured: " + e);
+          }
+        }
+      }
       if (Files.isRegularFile(o.sidecarJar())) {
         try {
           rss = runner.sidecarRss();
@@ -220,7 +234,7 @@ public final class Bench {
         System.err.println("sidecar RSS not measured: no " + o.sidecarJar() + " (make build packages it)");
       }
     }
-    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson());
+    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale);
     results.print();
     results.writeJson(o.out());
     Path copy = o.docs().resolve("benchmarks").resolve("results-" + o.label() + ".json");
@@ -271,6 +285,12 @@ public final class Bench {
       return new RunInfo(date, Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
     }
   }
+
+  /** Record age in the scale cells is measured at this rate, low enough for one instance at 2 ms RTT. */
+  static final int SCALE_PACED_RATE = 100;
+
+  /** One cell of the scale phase. */
+  record ScaleCell(int instances, double rttMs, double recPerS, double p50Ms, double p99Ms) {}
 
   /** Runs one scenario against the shared broker, business and services. */
   private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu) {
@@ -342,6 +362,10 @@ public final class Bench {
     }
 
     private AutoCloseable startSidecar(Scenario s, String topic, String db, Completions done) throws Exception {
+      return startSidecar(env, s, topic, db, done);
+    }
+
+    private AutoCloseable startSidecar(Env env, Scenario s, String topic, String db, Completions done) throws Exception {
       String redis = s == Scenario.REDIS_DOWN_DUPLICATES ? "redis://127.0.0.1:" + SidecarRss.freePort() : env.redisUri();
       SidecarConfig cfg = new ConfigReader(Map.of()).parse(
           env.yaml(s.machine(), topic, db, business.target(), o.poolSize(), redis, "127.0.0.1:0"), "bench-" + s.id);
@@ -372,6 +396,47 @@ public final class Bench {
       } catch (Exception | Error e) {
         stop.close();
         throw e;
+      }
+    }
+
+    /**
+     * The guarded (state-machine) pipeline as {@code instances} sidecars in one consumer group, with
+     * MySQL reached through a delaying proxy adding {@code rttMs} of round-trip time: records ended
+     * per second over a backlog (produced once the group settled), then record age at
+     * {@link #SCALE_PACED_RATE} rec/s for {@code --paced-seconds}.
+     */
+    ScaleCell scale(int instances, double rttMs, int records) throws Exception {
+      String topic = kafka.createTopic("bench-scale-" + instances + "-" + (int) (rttMs * 10), o.partitions());
+      String db = newDatabaseName();
+      List<AutoCloseable> sidecars = new ArrayList<>();
+      try (dev.onceguard.bench.seed.DelayProxy proxy = new dev.onceguard.bench.seed.DelayProxy(env.mysqlHost(), env.mysqlPort())) {
+        proxy.setRtt(rttMs);
+        Env via = new Env(env.kafkaBootstrap(), "127.0.0.1", proxy.port(), env.mysqlUser(), env.mysqlPassword(), env.mysqlDatabase(),
+            env.redisUri());
+        Completions done = new Completions(cpu);
+        done.reset(Integer.MAX_VALUE);
+        try {
+          for (int i = 0; i < instances; i++) {
+            sidecars.add(startSidecar(via, Scenario.GUARD_MACHINE, topic, db, done));
+          }
+          Thread.sleep(6_000); // the group settles before the backlog arrives
+          done.reset(records);
+          kafka.produce(topic, Workload.fresh(records).backlog());
+          done.await(records, Duration.ofMinutes(5));
+          Stats tp = done.stats();
+          int n = SCALE_PACED_RATE * o.pacedSeconds();
+          done.reset(n);
+          kafka.producePaced(topic, Workload.fresh(n).paced(n), SCALE_PACED_RATE);
+          done.await(n, Duration.ofMinutes(3));
+          Stats paced = done.stats();
+          return new ScaleCell(instances, rttMs, tp.throughput(), paced.p50(), paced.p99());
+        } finally {
+          for (AutoCloseable c : sidecars) {
+            c.close();
+          }
+        }
+      } finally {
+        env.dropDatabase(db);
       }
     }
 

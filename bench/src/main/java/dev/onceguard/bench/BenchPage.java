@@ -122,6 +122,22 @@ final class BenchPage {
       }
     }
 
+    md.append("## Scale: one and four instances, MySQL near and far\n\n");
+    if (r.scale.isEmpty()) {
+      md.append("Not measured in this run.\n\n");
+    } else {
+      md.append(String.format(Locale.ROOT, "The guarded pipeline (`guard_machine`'s route) as 1 and as 4 sidecars in one consumer group in"
+          + " this JVM, with MySQL reached directly or through a delaying TCP proxy that adds 2 ms of round-trip time (\"cross-DC\";"
+          + " a user-space proxy, since this kernel has no netem). rec/s: over a backlog produced once the group settled. p50/p99:"
+          + " record age at %d rec/s for the paced time.%n%n", Bench.SCALE_PACED_RATE));
+      md.append("| instances | MySQL RTT ms | rec/s | p50 ms | p99 ms |\n|---:|---:|---:|---:|---:|\n");
+      for (Bench.ScaleCell c : r.scale) {
+        md.append(String.format(Locale.ROOT, "| %d | %s | %s | %s | %s |%n", c.instances(), trim(c.rttMs()), Results.fmt(c.recPerS(), 0),
+            Results.fmt(c.p50Ms(), 1), Results.fmt(c.p99Ms(), 1)));
+      }
+      md.append("\n");
+    }
+
     md.append("## Sidecar memory\n\n");
     if (r.rss == null) {
       md.append("Not measured in this run (no sidecar jar, or it did not start).\n");

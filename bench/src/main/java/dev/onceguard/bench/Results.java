@@ -18,8 +18,9 @@ import java.util.function.Function;
  * The run's figures: per scenario the medians over its repeats, the seed microbenchmark's rows
  * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes the contract of issue 9:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
- * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}; values that
- * were not measured are null.
+ * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}, plus
+ * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}; values that were not
+ * measured are null.
  */
 final class Results {
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -34,8 +35,11 @@ final class Results {
   final SidecarRss.Result rss;
   final JsonNode seed;
   final boolean seedPresent;
+  final List<Bench.ScaleCell> scale;
 
-  private Results(Bench.RunInfo info, Map<Scenario, Row> rows, int pacedRate, SidecarRss.Result rss, JsonNode seed, boolean seedPresent) {
+  private Results(Bench.RunInfo info, Map<Scenario, Row> rows, int pacedRate, SidecarRss.Result rss, JsonNode seed, boolean seedPresent,
+      List<Bench.ScaleCell> scale) {
+    this.scale = List.copyOf(scale);
     this.info = info;
     this.rows = rows;
     this.pacedRate = pacedRate;
@@ -45,7 +49,7 @@ final class Results {
   }
 
   static Results of(Bench.RunInfo info, Map<Scenario, List<Stats>> throughput, Map<Scenario, List<Stats>> paced, int rate,
-      SidecarRss.Result rss, Path seedJson) throws IOException {
+      SidecarRss.Result rss, Path seedJson, List<Bench.ScaleCell> scale) throws IOException {
     Double base = median(throughput.get(Scenario.BASELINE), Stats::throughput);
     Map<Scenario, Row> rows = new LinkedHashMap<>();
     for (Scenario s : Scenario.values()) {
@@ -66,7 +70,7 @@ final class Results {
         System.err.println(seedJson + " is not a JSON array: not merged");
       }
     }
-    return new Results(info, rows, rate, rss, seed, present);
+    return new Results(info, rows, rate, rss, seed, present, scale);
   }
 
   /** Median of the non-null, finite values, or null when there are none. */
@@ -95,6 +99,17 @@ final class Results {
     root.put("scenarios", scenarios);
     root.put("seed", seed);
     root.put("rss_mb", rssMb);
+    List<Map<String, Object>> cells = new ArrayList<>();
+    for (Bench.ScaleCell c : scale) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("instances", c.instances());
+      m.put("rtt_ms", c.rttMs());
+      m.put("rec_per_s", round(c.recPerS(), 1));
+      m.put("p50_ms", round(c.p50Ms(), 2));
+      m.put("p99_ms", round(c.p99Ms(), 2));
+      cells.add(m);
+    }
+    root.put("scale", cells);
     Path parent = path.toAbsolutePath().getParent();
     Files.createDirectories(parent);
     JSON.writeValue(path.toFile(), root);

@@ -18,7 +18,7 @@ import java.util.concurrent.locks.LockSupport;
  * 127.0.0.1 that holds every chunk for rtt/2 in each direction before passing it on, keeping order.
  * Coarser than netem (thread wake-ups add tens of microseconds) but the same shape.
  */
-final class DelayProxy implements AutoCloseable {
+public final class DelayProxy implements AutoCloseable {
 
     private final ServerSocket server;
     private final String targetHost;
@@ -26,7 +26,7 @@ final class DelayProxy implements AutoCloseable {
     private volatile long halfDelayNanos;
     private volatile boolean closed;
 
-    DelayProxy(String targetHost, int targetPort) throws IOException {
+    public DelayProxy(String targetHost, int targetPort) throws IOException {
         this.targetHost = targetHost;
         this.targetPort = targetPort;
         server = new ServerSocket();
@@ -36,11 +36,11 @@ final class DelayProxy implements AutoCloseable {
         t.start();
     }
 
-    int port() {
+    public int port() {
         return server.getLocalPort();
     }
 
-    void setRtt(double rttMs) {
+    public void setRtt(double rttMs) {
         halfDelayNanos = (long) (rttMs * 1_000_000 / 2);
     }
 
