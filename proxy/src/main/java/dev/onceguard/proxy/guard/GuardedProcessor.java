@@ -25,6 +25,7 @@ import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -102,12 +103,26 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /**
+   * Extractions made on the poll thread for {@link #orderingKey}, taken by the record's run.
+   * Identity-keyed and weak: a record revoked before it ran leaves nothing behind.
+   */
+  private final Map<ConsumerRecord<byte[], byte[]>, Extraction> extractedForOrdering =
+      java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+  /**
    * The entity id (records of one entity run one at a time, in order); without a machine, or
    * when the id cannot be read, the Kafka key, else the record's own coordinates.
    */
   @Override
   public String orderingKey(ConsumerRecord<byte[], byte[]> r) {
-    String id = extractor.entityIdOrNull(r.key(), r.value(), r.headers());
+    String id = null;
+    if (!route.entityId().isEmpty()) {
+      // the whole extraction, kept for the record's run: the value is parsed once, not twice
+      Extraction x = extractor.extract(r.key(), r.value(), r.headers());
+      extractedForOrdering.put(r, x);
+      id = x instanceof Extraction.Ok ok && ok.event().entityId() != null ? ok.event().entityId()
+          : extractor.entityIdOrNull(r.key(), r.value(), r.headers());
+    }
     if (id != null) {
       return "e:" + id;
     }
@@ -204,7 +219,10 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void start() {
-      Extraction x = extractor.extract(record.key(), record.value(), record.headers());
+      Extraction x = extractedForOrdering.remove(record);
+      if (x == null) {
+        x = extractor.extract(record.key(), record.value(), record.headers());
+      }
       if (x instanceof Extraction.Failed f) {
         finish(Verdicts.extractionFailed(route.name(), f), false);
         return;

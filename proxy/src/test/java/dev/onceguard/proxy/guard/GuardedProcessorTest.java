@@ -145,6 +145,21 @@ class GuardedProcessorTest {
   // ------------------------------------------------------------------------- (a) OK → confirm
 
   @Test
+  void orderingKey_thenProcess_usesTheExtractionMadeForOrdering_theValueIsParsedOnce() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+    assertThat(processor.orderingKey(ship)).isEqualTo("e:o-1");
+    // were the value parsed again, this would be a MALFORMED escalation instead
+    java.util.Arrays.fill(ship.value(), (byte) '#');
+
+    CompletableFuture<Void> f = process(ship);
+
+    assertThat(f).isCompleted();
+    assertThat(store.calls).containsExactly("claim", "dispatch ship", "confirm");
+    assertThat(onlyVerdict().verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
+  @Test
   void process_businessOk_confirmsAndTellsAccepted() {
     store.entity("o-1", "to_ship");
     dispatcher.script.add(DispatchResult.ok());
