@@ -39,6 +39,7 @@ public final class GuardRuntime implements AutoCloseable {
 
   private final SidecarConfig config;
   private final Guard guard;
+  private final MysqlGuardStore store;
   private final Escalator escalator;
   private final PullHub pullHub;
   /** Pull-mode handler timeouts and Guard API lease ends. */
@@ -65,7 +66,8 @@ public final class GuardRuntime implements AutoCloseable {
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
-    this.guard = new Guard(new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize())), this.cache, config.machines(), clock, owner);
+    this.store = new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize()));
+    this.guard = new Guard(store, this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
     this.pullHub = new PullHub(config, apiTimer);
@@ -125,6 +127,10 @@ public final class GuardRuntime implements AutoCloseable {
       m.gauge("onceguard.l1.skipped", "L1 calls not attempted: breaker open or Redis unreachable", r::skipped);
     }
     m.gauge("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
+    m.gauge("onceguard.mysql.claim.groups", "claim transactions (group commit: claims ready together share one)", () -> store.groupCounts()[0]);
+    m.gauge("onceguard.mysql.claim.grouped", "claims written by those transactions", () -> store.groupCounts()[1]);
+    m.gauge("onceguard.mysql.confirm.groups", "confirm transactions (group commit)", () -> store.groupCounts()[2]);
+    m.gauge("onceguard.mysql.confirm.grouped", "confirms written by those transactions", () -> store.groupCounts()[3]);
     m.gauge("onceguard.mysql.contention.retries", "store steps run again after a deadlock or lock-wait timeout (not an outage)",
         guard::contentionRetries);
   }
