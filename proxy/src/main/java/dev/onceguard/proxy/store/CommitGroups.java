@@ -14,9 +14,12 @@ import java.util.function.Function;
  * once in a group of one; under load, groups grow by themselves to what piled up during one
  * group's run. Nothing waits for a group to fill.
  *
- * <p>{@code run} turns a group into one result per item, in order; a group that fails as a whole
- * fails each of its items with that error. Thread-safe; results are completed outside the lock,
- * on whichever thread completed the group's stage.
+ * <p>{@code run} turns a group into one result per item, in order. A group of several that fails
+ * with an error {@code alone} accepts (one bad item must not fail the others: a value the database
+ * refuses, say) runs again item by item, each in a group of one, so each item gets its own result
+ * or error; any other failure (a lost race that is retried anyway) fails each item with that error.
+ * Thread-safe; results are completed outside the lock, on whichever thread completed the group's
+ * stage.
  *
  * @param <T> an item
  * @param <R> an item's result
@@ -25,6 +28,7 @@ final class CommitGroups<T, R> {
   private final int maxGroups;
   private final int maxSize;
   private final Function<List<T>, CompletionStage<List<R>>> run;
+  private final java.util.function.Predicate<Throwable> alone;
   private final ArrayDeque<Waiting<T, R>> queue = new ArrayDeque<>();
   private int running;
   private long groups;
@@ -37,12 +41,21 @@ final class CommitGroups<T, R> {
    * @param maxSize items in one group at most
    */
   CommitGroups(int maxGroups, int maxSize, Function<List<T>, CompletionStage<List<R>>> run) {
+    this(maxGroups, maxSize, run, e -> false);
+  }
+
+  /**
+   * @param alone which failures of a group of several are retried item by item
+   */
+  CommitGroups(int maxGroups, int maxSize, Function<List<T>, CompletionStage<List<R>>> run,
+      java.util.function.Predicate<Throwable> alone) {
     if (maxGroups < 1 || maxSize < 1) {
       throw new IllegalArgumentException("maxGroups and maxSize must be at least 1: " + maxGroups + ", " + maxSize);
     }
     this.maxGroups = maxGroups;
     this.maxSize = maxSize;
     this.run = run;
+    this.alone = alone;
   }
 
   CompletableFuture<R> submit(T item) {
@@ -81,18 +94,16 @@ final class CommitGroups<T, R> {
     for (Waiting<T, R> w : group) {
       batch.add(w.item());
     }
-    CompletionStage<List<R>> stage;
-    try {
-      stage = run.apply(batch);
-    } catch (RuntimeException e) {
-      stage = CompletableFuture.failedFuture(e);
-    }
-    stage.whenComplete((results, err) -> {
+    runGuarded(batch).whenComplete((results, err) -> {
       if (err == null && (results == null || results.size() != group.size())) {
         err = new IllegalStateException("a group of " + group.size() + " items returned "
             + (results == null ? "no results" : results.size() + " results"));
       }
-      Throwable cause = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+      Throwable cause = unwrap(err);
+      if (cause != null && group.size() > 1 && alone.test(cause)) {
+        oneByOne(group, 0);
+        return;
+      }
       for (int i = 0; i < group.size(); i++) {
         if (cause != null) {
           group.get(i).result().completeExceptionally(cause);
@@ -100,17 +111,55 @@ final class CommitGroups<T, R> {
           group.get(i).result().complete(results.get(i));
         }
       }
-      List<Waiting<T, R>> next = null;
-      synchronized (this) {
-        if (queue.isEmpty()) {
-          running--;
-        } else {
-          next = take();
-        }
-      }
-      if (next != null) {
-        start(next);
-      }
+      next();
     });
+  }
+
+  /** Runs the group's items from {@code i} on, each alone and in turn, on the group's slot. */
+  private void oneByOne(List<Waiting<T, R>> group, int i) {
+    if (i == group.size()) {
+      next();
+      return;
+    }
+    Waiting<T, R> w = group.get(i);
+    runGuarded(List.of(w.item())).whenComplete((results, err) -> {
+      Throwable cause = unwrap(err);
+      if (cause == null && (results == null || results.size() != 1)) {
+        cause = new IllegalStateException("a group of 1 item returned " + (results == null ? "no results" : results.size() + " results"));
+      }
+      if (cause != null) {
+        w.result().completeExceptionally(cause);
+      } else {
+        w.result().complete(results.get(0));
+      }
+      oneByOne(group, i + 1);
+    });
+  }
+
+  private CompletionStage<List<R>> runGuarded(List<T> batch) {
+    try {
+      return run.apply(batch);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private static Throwable unwrap(Throwable err) {
+    return err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+  }
+
+  /** The slot is free: the next group, or one slot fewer running. */
+  private void next() {
+    List<Waiting<T, R>> next = null;
+    synchronized (this) {
+      if (queue.isEmpty()) {
+        running--;
+      } else {
+        next = take();
+      }
+    }
+    if (next != null) {
+      start(next);
+    }
   }
 }

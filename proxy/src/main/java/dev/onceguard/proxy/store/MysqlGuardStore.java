@@ -83,8 +83,12 @@ public final class MysqlGuardStore implements GuardStore {
     this.entity = tablePrefix + "entity";
     this.decision = tablePrefix + "decision";
     this.owners = tablePrefix + "owner";
-    this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup);
-    this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::confirmGroup);
+    // a group that failed for any reason but a lost race runs again claim by claim: a record whose
+    // values the database refuses (or any other poison) then fails alone, and an outage fails each
+    this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup,
+        e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
+    this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::confirmGroup,
+        e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
     this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, this::decisionGroup);
   }
 

@@ -109,6 +109,52 @@ class CommitGroupsTest {
   }
 
   @Test
+  void aGroupThatFailsWithAnErrorOfOneItem_runsAgainItemByItem_soOnlyThatItemFails() throws Exception {
+    List<List<Integer>> runs = new ArrayList<>();
+    CompletableFuture<String> blocker = new CompletableFuture<>();
+    CommitGroups<Integer, String> g = new CommitGroups<>(1, 32, items -> {
+      runs.add(List.copyOf(items));
+      if (items.get(0) == 0) {
+        return blocker.thenApply(x -> List.of("r0")); // holds the only slot until the test frees it
+      }
+      return items.contains(3) ? CompletableFuture.failedFuture(new IllegalArgumentException("value 3 refused"))
+          : CompletableFuture.completedFuture(items.stream().map(i -> "r" + i).toList());
+    }, e -> e instanceof IllegalArgumentException);
+    g.submit(0);
+    List<CompletableFuture<String>> out = new ArrayList<>();
+    for (int i = 2; i <= 4; i++) {
+      out.add(g.submit(i));
+    }
+    blocker.complete("go");
+
+    assertThat(runs).containsExactly(List.of(0), List.of(2, 3, 4), List.of(2), List.of(3), List.of(4));
+    assertThat(out.get(0).get()).isEqualTo("r2");
+    assertThatThrownBy(out.get(1)::get).hasCauseInstanceOf(IllegalArgumentException.class);
+    assertThat(out.get(2).get()).isEqualTo("r4");
+    runs.clear();
+    assertThat(g.submit(5).get()).as("the slot is free again").isEqualTo("r5");
+    assertThat(runs).containsExactly(List.of(5));
+  }
+
+  @Test
+  void aGroupThatFailsWithAnotherError_failsEachItem_withoutRunningThemAlone() {
+    List<List<Integer>> runs = new ArrayList<>();
+    CompletableFuture<String> blocker = new CompletableFuture<>();
+    CommitGroups<Integer, String> g = new CommitGroups<>(1, 32, items -> {
+      runs.add(List.copyOf(items));
+      return items.get(0) == 0 ? blocker.thenApply(x -> List.of("r0"))
+          : CompletableFuture.failedFuture(new IllegalStateException("deadlock"));
+    }, e -> e instanceof IllegalArgumentException);
+    g.submit(0);
+    CompletableFuture<String> a = g.submit(1);
+    CompletableFuture<String> b = g.submit(2);
+    blocker.complete("go");
+    assertThat(runs).containsExactly(List.of(0), List.of(1, 2));
+    assertThatThrownBy(a::get).hasCauseInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(b::get).hasCauseInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
   void badLimits_areRefused() {
     assertThatThrownBy(() -> new CommitGroups<Integer, String>(0, 1, x -> null)).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> new CommitGroups<Integer, String>(1, 0, x -> null)).isInstanceOf(IllegalArgumentException.class);
