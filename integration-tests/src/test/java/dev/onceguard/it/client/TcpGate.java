@@ -18,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * make MySQL unreachable for one sidecar only, without touching the shared server. Threads are
  * daemons; {@link #close()} stops everything.
  */
-final class TcpGate implements AutoCloseable {
+public final class TcpGate implements AutoCloseable {
   private final ServerSocket server;
   private final String targetHost;
   private final int targetPort;
@@ -26,7 +26,7 @@ final class TcpGate implements AutoCloseable {
   private volatile boolean open = true;
   private volatile boolean closed;
 
-  TcpGate(String targetHost, int targetPort) {
+  public TcpGate(String targetHost, int targetPort) {
     this.targetHost = targetHost;
     this.targetPort = targetPort;
     try {
@@ -37,12 +37,12 @@ final class TcpGate implements AutoCloseable {
     daemon("tcp-gate-accept", this::acceptLoop).start();
   }
 
-  int port() {
+  public int port() {
     return server.getLocalPort();
   }
 
   /** Drops every relayed connection; until {@link #restore()}, new ones are closed on accept. */
-  void cut() {
+  public void cut() {
     open = false;
     for (Socket s : sockets) {
       closeQuietly(s);
@@ -50,7 +50,7 @@ final class TcpGate implements AutoCloseable {
     sockets.clear();
   }
 
-  void restore() {
+  public void restore() {
     open = true;
   }
 

@@ -78,6 +78,7 @@ final class ScenarioEnv implements AutoCloseable {
     int poolSize = 10;
     String handlerTimeout = "5s";
     String shutdownTimeout = "10s";
+    int mysqlPort = ItEnv.mysqlPort();
 
     static Instance of(String instanceId, String target) {
       Instance i = new Instance();
@@ -93,6 +94,12 @@ final class ScenarioEnv implements AutoCloseable {
 
     Instance grpcPort(int p) {
       grpcPort = p;
+      return this;
+    }
+
+    /** MySQL's port as this instance reaches it (a relay in front of the real server, say). */
+    Instance mysqlPort(int p) {
+      mysqlPort = p;
       return this;
     }
   }
@@ -122,7 +129,7 @@ final class ScenarioEnv implements AutoCloseable {
           key-prefix: '%s'
           timeout: 200ms
           breaker-open-for: 1s
-        """.formatted(in.instanceId, in.grpcPort, in.shutdownTimeout, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
+        """.formatted(in.instanceId, in.grpcPort, in.shutdownTimeout, kafka.bootstrap(), ItEnv.mysqlHost(), in.mysqlPort,
         ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, in.poolSize, ItEnv.redisUri(), redisPrefix));
     sb.append(OrderScenario.MACHINE_YAML);
     sb.append("routes:\n");

@@ -64,13 +64,20 @@ final class SidecarProcess implements AutoCloseable {
   }
 
   static SidecarProcess start(String name, String yaml, int grpcPort) {
+    return start(name, yaml, grpcPort, new String[0]);
+  }
+
+  /** As {@link #start(String, String, int)}, with more arguments to {@code run}. */
+  static SidecarProcess start(String name, String yaml, int grpcPort, String... runArgs) {
     try {
       Files.createDirectories(LOGS);
       Path config = LOGS.resolve(name + ".yaml");
       Files.writeString(config, yaml);
       Path log = LOGS.resolve(name + ".log");
       String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-      Process p = new ProcessBuilder(List.of(java, "-Xmx384m", "-jar", jar().toString(), "run", "--config", config.toString()))
+      List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-jar", jar().toString(), "run", "--config", config.toString()));
+      cmd.addAll(List.of(runArgs));
+      Process p = new ProcessBuilder(cmd)
           .redirectErrorStream(true)
           .redirectOutput(log.toFile())
           .start();
@@ -129,6 +136,23 @@ final class SidecarProcess implements AutoCloseable {
     process.destroy();
     if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
       throw new AssertionError(name + " did not exit within " + timeout + " of SIGTERM; its log:\n" + tail());
+    }
+    return process.exitValue();
+  }
+
+  /** The process's whole output so far. */
+  String log() {
+    try {
+      return Files.readString(log);
+    } catch (IOException e) {
+      return "";
+    }
+  }
+
+  /** The exit code, once the process ended by itself within {@code timeout}. */
+  int awaitExit(Duration timeout) throws InterruptedException {
+    if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      throw new AssertionError(name + " still running after " + timeout + "; its log:\n" + tail());
     }
     return process.exitValue();
   }

@@ -120,16 +120,34 @@ public final class Main implements Runnable {
   static final class Run extends ConfigCommand {
     private static final Logger log = LoggerFactory.getLogger(Run.class);
 
+    @CommandLine.Option(names = "--fail-fast",
+        description = "Exit at once (code 1) when MySQL cannot be reached at start, instead of waiting for it with backoff.")
+    boolean failFast;
+
+    /** The longest wait between two attempts to reach MySQL at start. */
+    static final java.time.Duration MAX_START_WAIT = java.time.Duration.ofSeconds(30);
+
     @Override
     int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) throws InterruptedException {
-      GuardRuntime runtime;
-      try {
-        runtime = new GuardRuntime(cfg, Clock.SYSTEM);
-      } catch (RuntimeException e) {
-        err.println("error: cannot start the guard (MySQL " + cfg.mysql() + "): " + e.getMessage());
-        err.flush();
-        return EXIT_FAILURE;
+      GuardRuntime started = null;
+      long waitMillis = 1_000;
+      for (int attempt = 1; started == null; attempt++) {
+        try {
+          started = new GuardRuntime(cfg, Clock.SYSTEM);
+        } catch (RuntimeException e) {
+          if (failFast || !storeUnavailable(e)) {
+            err.println("error: cannot start the guard (MySQL " + cfg.mysql() + "): " + e.getMessage());
+            err.flush();
+            return EXIT_FAILURE;
+          }
+          // a database pod that starts after this one is not a reason to crash-loop: wait for it
+          log.warn("waiting for MySQL {} (attempt {}, next in {} ms; --fail-fast exits instead): {}", cfg.mysql(), attempt, waitMillis,
+              e.getMessage());
+          Thread.sleep(waitMillis);
+          waitMillis = Math.min(waitMillis * 2, MAX_START_WAIT.toMillis());
+        }
       }
+      GuardRuntime runtime = started;
       Metrics metrics = new Metrics();
       runtime.registerGauges(metrics);
       if (cfg.metricsListen() != null) {
@@ -169,6 +187,15 @@ public final class Main implements Runnable {
         log.info("final verdict counts: {}", metrics.snapshot());
         metrics.close();
       });
+    }
+
+    private static boolean storeUnavailable(Throwable e) {
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof dev.onceguard.proxy.guard.StoreUnavailableException) {
+          return true;
+        }
+      }
+      return false;
     }
 
     /**
