@@ -101,7 +101,7 @@ final class CommitGroups<T, R> {
       }
       Throwable cause = unwrap(err);
       if (cause != null && group.size() > 1 && alone.test(cause)) {
-        oneByOne(group, 0);
+        oneByOne(group, 0, 0);
         return;
       }
       for (int i = 0; i < group.size(); i++) {
@@ -115,8 +115,12 @@ final class CommitGroups<T, R> {
     });
   }
 
-  /** Runs the group's items from {@code i} on, each alone and in turn, on the group's slot. */
-  private void oneByOne(List<Waiting<T, R>> group, int i) {
+  /**
+   * Runs the group's items from {@code i} on, each alone and in turn, on the group's slot. Two
+   * failures in a row are an outage, not one bad item: the rest fail at once with the second
+   * error (each attempt could take a timeout, and the queue waits for this slot).
+   */
+  private void oneByOne(List<Waiting<T, R>> group, int i, int failedInARow) {
     if (i == group.size()) {
       next();
       return;
@@ -129,10 +133,17 @@ final class CommitGroups<T, R> {
       }
       if (cause != null) {
         w.result().completeExceptionally(cause);
+        if (failedInARow + 1 >= 2) {
+          for (int j = i + 1; j < group.size(); j++) {
+            group.get(j).result().completeExceptionally(cause);
+          }
+          next();
+          return;
+        }
       } else {
         w.result().complete(results.get(0));
       }
-      oneByOne(group, i + 1);
+      oneByOne(group, i + 1, cause == null ? 0 : failedInARow + 1);
     });
   }
 

@@ -137,6 +137,28 @@ class CommitGroupsTest {
   }
 
   @Test
+  void runningAlone_twoFailuresInARow_areAnOutage_theRestFailAtOnce() {
+    List<List<Integer>> runs = new ArrayList<>();
+    CompletableFuture<String> blocker = new CompletableFuture<>();
+    CommitGroups<Integer, String> g = new CommitGroups<>(1, 32, items -> {
+      runs.add(List.copyOf(items));
+      return items.get(0) == 0 ? blocker.thenApply(x -> List.of("r0"))
+          : CompletableFuture.failedFuture(new IllegalArgumentException("database down"));
+    }, e -> e instanceof IllegalArgumentException);
+    g.submit(0);
+    List<CompletableFuture<String>> out = new ArrayList<>();
+    for (int i = 1; i <= 5; i++) {
+      out.add(g.submit(i));
+    }
+    blocker.complete("go");
+    assertThat(runs).containsExactly(List.of(0), List.of(1, 2, 3, 4, 5), List.of(1), List.of(2));
+    for (CompletableFuture<String> f : out) {
+      assertThatThrownBy(f::get).hasCauseInstanceOf(IllegalArgumentException.class);
+    }
+    assertThat(g.submit(6)).as("the slot is free again").isCompletedExceptionally();
+  }
+
+  @Test
   void aGroupThatFailsWithAnotherError_failsEachItem_withoutRunningThemAlone() {
     List<List<Integer>> runs = new ArrayList<>();
     CompletableFuture<String> blocker = new CompletableFuture<>();
