@@ -81,11 +81,12 @@ class MainTest {
   }
 
   @Test
-  void run_mysqlUnreachable_exit1_namingTheDatabase() throws Exception {
+  void run_failFast_mysqlUnreachable_exit1_namingTheDatabase() throws Exception {
+    // without --fail-fast, run waits for MySQL instead (StartupWaitIT)
     String yaml = VALID.replace("  database: test\n", "  database: test\n  port: 1\n").replace("bootstrap-servers: 127.0.0.1:9092", "bootstrap-servers: 127.0.0.1:9")
         + "sidecar:\n  grpc-listen: 127.0.0.1:0\n";
     assertThat(yaml).contains("  port: 1\n");
-    int code = run("run", "--config", file(yaml).toString());
+    int code = run("run", "--fail-fast", "--config", file(yaml).toString());
     assertThat(code).isEqualTo(1);
     assertThat(err.toString()).startsWith("error: cannot start the guard (MySQL ").contains(":1/");
   }
