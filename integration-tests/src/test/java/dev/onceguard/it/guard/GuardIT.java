@@ -10,6 +10,8 @@ import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.guard.Source;
 import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
@@ -719,8 +721,7 @@ class GuardIT {
     for (int i = 0; i < 8; i++) {
       // a store each, as 8 sidecars have: one store writes concurrent claims as one group
       // transaction, where the same new key twice is a plain duplicate, never a deadlock
-      guards.add(new Guard(new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1), dev.onceguard.proxy.store.IdempotencyCache.DISABLED,
-          fx.config.machines(), fx.clock, uniq("dl" + i)));
+      guards.add(guardOwning(new MysqlGuardStore(fx.db, "og_", 1), uniq("dl" + i)));
     }
     ExecutorService pool = Executors.newFixedThreadPool(guards.size());
     List<Throwable> failures = new ArrayList<>();
@@ -761,6 +762,14 @@ class GuardIT {
 
   // ------------------------------------------------------------------------- group commit
 
+  /**
+   * A guard without L1 on a store of its own over the fixture's database (as another sidecar has);
+   * never closed, since closing the store would close the shared connection pool.
+   */
+  static Guard guardOwning(MysqlGuardStore store, String owner) {
+    return new Guard(store, IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, owner);
+  }
+
   /** A row lock on an order entity, held by a transaction of its own until released. */
   record RowLock(java.util.concurrent.CompletableFuture<Void> unlock, java.util.concurrent.CompletableFuture<Object> tx) {
     static RowLock hold(String orderId) throws Exception {
@@ -787,8 +796,8 @@ class GuardIT {
   void groupCommit_conflictingRecordsInAGroup_classifiedAlone_othersCommit() throws Exception {
     // one group slot, held by a claim that waits on a row lock: everything submitted meanwhile
     // queues and is written as one group when the lock goes
-    dev.onceguard.proxy.store.MysqlGuardStore grouped = new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1);
-    Guard g = new Guard(grouped, dev.onceguard.proxy.store.IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, uniq("grp"));
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("grp"));
     Guard setup = fx.guard(uniq("grp-setup"), null);
     String blocker = orderIn(setup, "created");
     String applied = orderIn(setup, "paid");
@@ -871,8 +880,8 @@ class GuardIT {
 
   @Test
   void groupCommit_replaysAmongFreshRecords_readInOneSelect_freshOnesStillWrittenAsAGroup() throws Exception {
-    dev.onceguard.proxy.store.MysqlGuardStore grouped = new dev.onceguard.proxy.store.MysqlGuardStore(fx.db, "og_", 1);
-    Guard g = new Guard(grouped, dev.onceguard.proxy.store.IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, uniq("grp2"));
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("grp2"));
     Guard setup = fx.guard(uniq("grp2-setup"), null);
     String blocker = orderIn(setup, "created");
     String done1 = orderIn(setup, "created");

@@ -492,7 +492,8 @@ public final class MysqlGuardStore implements GuardStore {
    * entity's pending transition is released together or not at all (the LEFT JOIN reads the ledger
    * first, so rows are locked in the usual order, ledger then entity; the entity is only touched if
    * it still waits on this key). Several share one transaction of two single-table UPDATEs for the
-   * whole group ({@link #confirmAll}), cheaper for the server than the two-table one.
+   * whole group ({@link #confirmAll}) (an earlier measurement found them ~25% cheaper end to end
+   * than the two-table one; not measured again alone).
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
     if (group.size() == 1) {

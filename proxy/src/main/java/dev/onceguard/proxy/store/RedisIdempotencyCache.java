@@ -189,9 +189,8 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
-              // counted, but it does not open the breaker: a write that missed its timeout while
-              // the GETs answer (a stall of this process, a burst) must not switch L1 off for
-              // every record; if Redis is really gone, the GETs open it
+              // counted, but it does not open the breaker: one write that missed its timeout must
+              // not switch L1 off for every record; if Redis is really gone, the GETs open it
               failures.incrementAndGet();
             } else {
               healthy();
