@@ -3,7 +3,6 @@ package dev.onceguard.bench;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.store.Db;
 import java.time.Duration;
-import reactor.core.publisher.Mono;
 
 /**
  * Where the services are, from the environment {@code make bench} exports (scripts/stack.sh), and
@@ -68,8 +67,7 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
   void dropDatabase(String database) {
     Db db = new Db(new MysqlConfig(mysqlHost, mysqlPort, mysqlDatabase, mysqlUser, mysqlPassword, "og_", 1, false, Duration.ofDays(1)));
     try {
-      db.autocommit(c -> Mono.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute())
-          .flatMap(r -> Mono.from(r.getRowsUpdated()))).block(Duration.ofSeconds(30));
+      db.execute("DROP DATABASE IF EXISTS " + database);
     } finally {
       db.close();
     }

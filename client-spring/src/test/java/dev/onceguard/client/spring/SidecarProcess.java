@@ -1,20 +1,20 @@
 package dev.onceguard.client.spring;
 
 import dev.onceguard.client.GuardClient;
-import io.asyncer.r2dbc.mysql.MySqlConnectionConfiguration;
-import io.asyncer.r2dbc.mysql.MySqlConnectionFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * A real sidecar for the Spring ITs, as operators run it ({@code java -jar onceguard.jar run}),
@@ -169,16 +169,12 @@ final class SidecarProcess implements AutoCloseable {
       process.destroyForcibly();
       process.waitFor(10, TimeUnit.SECONDS);
     }
-    MySqlConnectionFactory db = MySqlConnectionFactory.from(MySqlConnectionConfiguration.builder()
-        .host(env("ONCEGUARD_MYSQL_HOST", "127.0.0.1"))
-        .port(Integer.parseInt(env("ONCEGUARD_MYSQL_PORT", "3306")))
-        .user(env("ONCEGUARD_MYSQL_USER", "root"))
-        .password(env("ONCEGUARD_MYSQL_PASSWORD", ""))
-        .build());
-    Mono.from(db.create())
-        .flatMapMany(c -> Flux.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute())
-            .flatMap(r -> r.getRowsUpdated())
-            .thenMany(c.close()))
-        .blockLast(Duration.ofSeconds(20));
+    String url = "jdbc:mariadb://" + env("ONCEGUARD_MYSQL_HOST", "127.0.0.1") + ":" + env("ONCEGUARD_MYSQL_PORT", "3306") + "/";
+    try (Connection c = DriverManager.getConnection(url, env("ONCEGUARD_MYSQL_USER", "root"), env("ONCEGUARD_MYSQL_PASSWORD", ""));
+        Statement st = c.createStatement()) {
+      st.execute("DROP DATABASE IF EXISTS " + database);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not drop " + database + ": " + e.getMessage(), e);
+    }
   }
 }

@@ -9,7 +9,6 @@ import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.v1.Verdict;
-import io.r2dbc.spi.Statement;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -22,7 +21,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.Header;
-import reactor.core.publisher.Flux;
 
 /**
  * A real sidecar in the test JVM for the client-java ITs, wired as {@code onceguard run} wires it
@@ -170,24 +168,7 @@ final class ClientSidecar implements AutoCloseable {
 
   /** Every row of a query on the probe's own connection (never through a {@link TcpGate}). */
   List<List<Object>> rows(String sql, Object... args) {
-    List<List<Object>> out = probe.autocommit(c -> Flux.from(bind(c.createStatement(sql), args).execute())
-            .flatMap(r -> r.map((row, md) -> {
-              List<Object> vs = new ArrayList<>();
-              for (int i = 0; i < md.getColumnMetadatas().size(); i++) {
-                vs.add(row.get(i));
-              }
-              return vs;
-            }))
-            .collectList())
-        .block(Duration.ofSeconds(20));
-    return out == null ? List.of() : out;
-  }
-
-  private static Statement bind(Statement s, Object... args) {
-    for (int i = 0; i < args.length; i++) {
-      s.bind(i, args[i]);
-    }
-    return s;
+    return probe.select(sql, args);
   }
 
   /** Stops the sidecar (drain), closes the runtime, drops the database and the Redis keys. */
@@ -204,8 +185,7 @@ final class ClientSidecar implements AutoCloseable {
         }
       } finally {
         try {
-          probe.autocommit(c -> Flux.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute())
-              .flatMap(r -> r.getRowsUpdated()).then()).block(Duration.ofSeconds(20));
+          probe.execute("DROP DATABASE IF EXISTS " + database);
         } finally {
           probe.close();
           ItEnv.deleteRedisKeys(redisPrefix);

@@ -26,7 +26,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import reactor.core.publisher.Mono;
 
 /**
  * A guard on the machine's real MariaDB and Redis, in a database and a Redis key prefix of its
@@ -151,43 +150,23 @@ final class GuardFixture implements AutoCloseable {
 
 
   long scalar(String sql, Object... args) {
-    return db.autocommit(c -> {
-          var st = c.createStatement(sql);
-          for (int i = 0; i < args.length; i++) {
-            st.bind(i, args[i]);
-          }
-          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.map((row, m) -> ((Number) row.get(0)).longValue())));
-        })
-        .block();
+    return ((Number) db.select(sql, args).get(0).get(0)).longValue();
   }
 
   long update(String sql, Object... args) {
-    return db.autocommit(c -> {
-          var st = c.createStatement(sql);
-          for (int i = 0; i < args.length; i++) {
-            st.bind(i, args[i]);
-          }
-          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.getRowsUpdated()));
-        })
-        .block();
+    return db.execute(sql, args);
   }
 
   String string(String sql, Object... args) {
-    return db.autocommit(c -> {
-          var st = c.createStatement(sql);
-          for (int i = 0; i < args.length; i++) {
-            st.bind(i, args[i]);
-          }
-          return Mono.from(st.execute()).flatMap(r -> Mono.from(r.map((row, m) -> String.valueOf(row.get(0)))));
-        })
-        .block();
+    List<List<Object>> rows = db.select(sql, args);
+    return rows.isEmpty() ? null : String.valueOf(rows.get(0).get(0));
   }
 
   @Override
   public void close() {
     guards.forEach(Guard::close);
     try {
-      db.autocommit(c -> Mono.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute()).then()).block();
+      db.execute("DROP DATABASE IF EXISTS " + database);
     } finally {
       db.close();
       flushRedis();

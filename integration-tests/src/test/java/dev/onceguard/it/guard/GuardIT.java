@@ -775,13 +775,19 @@ class GuardIT {
     static RowLock hold(String orderId) throws Exception {
       java.util.concurrent.CompletableFuture<Void> locked = new java.util.concurrent.CompletableFuture<>();
       java.util.concurrent.CompletableFuture<Void> unlock = new java.util.concurrent.CompletableFuture<>();
-      var tx = fx.db.<Object>inTransaction(c -> reactor.core.publisher.Mono.from(
-                  c.createStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE").bind(0, orderId).execute())
-              .flatMap(r -> reactor.core.publisher.Mono.from(r.map((row, m) -> row.get(0))))
-              .doOnNext(x -> locked.complete(null))
-              .then(reactor.core.publisher.Mono.fromFuture(unlock))
-              .thenReturn(orderId))
-          .toFuture();
+      var tx = fx.db.<Object>inTransaction(c -> {
+        try (var st = c.prepareStatement("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ? FOR UPDATE")) {
+          st.setString(1, orderId);
+          st.executeQuery().close();
+        }
+        locked.complete(null);
+        try {
+          unlock.get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+          throw new IllegalStateException("the row lock was never released", e);
+        }
+        return orderId;
+      });
       locked.get(10, TimeUnit.SECONDS);
       return new RowLock(unlock, tx);
     }

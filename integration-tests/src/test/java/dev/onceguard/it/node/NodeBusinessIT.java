@@ -47,7 +47,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
-import reactor.core.publisher.Mono;
 
 /**
  * The Node.js example business container ({@code examples/node-business}) behind a real sidecar:
@@ -335,7 +334,7 @@ class NodeBusinessIT {
 
   private static void dropDatabase(SidecarConfig cfg, String database) {
     try (Db db = new Db(cfg.mysql())) {
-      db.autocommit(c -> Mono.from(c.createStatement("DROP DATABASE IF EXISTS " + database).execute()).then()).block();
+      db.execute("DROP DATABASE IF EXISTS " + database);
     }
   }
 

@@ -3,11 +3,9 @@ package dev.onceguard.it.scenario;
 import dev.onceguard.it.ItEnv;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.store.Db;
-import io.r2dbc.spi.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import reactor.core.publisher.Flux;
 
 /**
  * The test's own MySQL connection (a small pool on the stack's default database, never on a
@@ -25,28 +23,11 @@ final class Mysql implements AutoCloseable {
 
   /** Every row, each as its column values in order. */
   List<List<Object>> rows(String sql, Object... args) {
-    List<List<Object>> out = db.autocommit(c -> Flux.from(bind(c.createStatement(sql), args).execute())
-            .flatMap(r -> r.map((row, md) -> {
-              List<Object> vs = new ArrayList<>();
-              for (int i = 0; i < md.getColumnMetadatas().size(); i++) {
-                vs.add(row.get(i));
-              }
-              return vs;
-            }))
-            .collectList())
-        .block(TIMEOUT);
-    return out == null ? List.of() : out;
+    return db.select(sql, args);
   }
 
   void exec(String sql, Object... args) {
-    db.autocommit(c -> Flux.from(bind(c.createStatement(sql), args).execute()).flatMap(r -> r.getRowsUpdated()).then()).block(TIMEOUT);
-  }
-
-  private static Statement bind(Statement s, Object... args) {
-    for (int i = 0; i < args.length; i++) {
-      s.bind(i, args[i]);
-    }
-    return s;
+    db.execute(sql, args);
   }
 
   @Override

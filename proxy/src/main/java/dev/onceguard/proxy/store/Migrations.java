@@ -1,11 +1,10 @@
 package dev.onceguard.proxy.store;
 
-import io.r2dbc.spi.Connection;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * Explicit, versioned schema migration. Each version is a list of statements applied once, in
@@ -100,38 +99,37 @@ public final class Migrations {
             "ALTER TABLE " + p + "ledger ADD KEY " + p + "ledger_entity_event (entity_id(64), event), DROP KEY " + p + "ledger_entity"));
   }
 
-  /** Applies missing versions; returns the schema version afterwards. */
+  /** Applies missing versions; returns the schema version afterwards. Blocks. */
   public int migrate() {
-    return db.autocommit(c -> withLock(c, lockedMigrate(c))).block();
+    return db.blocking(c -> {
+      String lock = "onceguard-migrate-" + p;
+      List<Long> got = Db.query(c, "SELECT GET_LOCK(?, 60)", r -> Db.longOrNull(r, 1), lock);
+      if (got.isEmpty() || got.get(0) == null || got.get(0) != 1L) {
+        throw new IllegalStateException("could not take the migration lock '" + lock + "' within 60s");
+      }
+      try {
+        return lockedMigrate(c);
+      } finally {
+        Db.query(c, "SELECT RELEASE_LOCK(?)", r -> Db.longOrNull(r, 1), lock);
+      }
+    });
   }
 
-  private Mono<Integer> withLock(Connection c, Mono<Integer> work) {
-    String lock = "onceguard-migrate-" + p;
-    return Db.query(c, "SELECT GET_LOCK(?, 60)", r -> r.get(0, Long.class), lock)
-        .flatMap(got -> {
-          if (got.isEmpty() || got.get(0) == null || got.get(0) != 1L) {
-            return Mono.error(new IllegalStateException("could not take the migration lock '" + lock + "' within 60s"));
-          }
-          return work.flatMap(v -> Db.query(c, "SELECT RELEASE_LOCK(?)", r -> r.get(0, Long.class), lock).thenReturn(v));
-        });
-  }
-
-  private Mono<Integer> lockedMigrate(Connection c) {
-    return Db.exec(c, "CREATE TABLE IF NOT EXISTS " + p + "schema_version (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL) ENGINE=InnoDB")
-        .then(Db.query(c, "SELECT COALESCE(MAX(version), 0) FROM " + p + "schema_version", r -> ((Number) r.get(0)).intValue()))
-        .flatMap(cur -> {
-          int current = cur.get(0);
-          List<List<String>> all = versions();
-          if (current > all.size()) {
-            return Mono.error(new IllegalStateException("database schema version " + current + " is newer than this sidecar knows (" + all.size() + "); upgrade the sidecar"));
-          }
-          return Flux.range(current + 1, all.size() - current)
-              .concatMap(v -> Flux.fromIterable(all.get(v - 1))
-                  .concatMap(sql -> Db.exec(c, sql))
-                  .then(Db.update(c, "INSERT INTO " + p + "schema_version (version, applied_at) VALUES (?, ?)", v, System.currentTimeMillis()))
-                  .doOnSuccess(x -> log.info("applied schema version {} (table prefix '{}')", v, p))
-                  .thenReturn(v))
-              .then(Mono.just(all.size()));
-        });
+  private int lockedMigrate(Connection c) throws SQLException {
+    Db.exec(c, "CREATE TABLE IF NOT EXISTS " + p + "schema_version (version INT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL) ENGINE=InnoDB");
+    int current = Db.query(c, "SELECT COALESCE(MAX(version), 0) FROM " + p + "schema_version", r -> r.getInt(1)).get(0);
+    List<List<String>> all = versions();
+    if (current > all.size()) {
+      throw new IllegalStateException("database schema version " + current + " is newer than this sidecar knows (" + all.size()
+          + "); upgrade the sidecar");
+    }
+    for (int v = current + 1; v <= all.size(); v++) {
+      for (String sql : all.get(v - 1)) {
+        Db.exec(c, sql);
+      }
+      Db.update(c, "INSERT INTO " + p + "schema_version (version, applied_at) VALUES (?, ?)", v, System.currentTimeMillis());
+      log.info("applied schema version {} (table prefix '{}')", v, p);
+    }
+    return all.size();
   }
 }

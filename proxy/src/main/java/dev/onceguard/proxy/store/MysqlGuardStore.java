@@ -13,15 +13,20 @@ import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.LedgerEntry;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
-import io.r2dbc.spi.Connection;
-import io.r2dbc.spi.Readable;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import reactor.core.publisher.Mono;
 
 /**
- * {@link GuardStore} on MySQL/MariaDB (InnoDB) through r2dbc-mysql.
+ * {@link GuardStore} on MySQL/MariaDB (InnoDB) through JDBC ({@link Db}).
  *
  * <p><b>Time is the database's.</b> Lease ends and owner heartbeats are written as
  * {@code <database now> + length} and compared against the database's now in the statement that
@@ -128,28 +133,24 @@ public final class MysqlGuardStore implements GuardStore {
    * the group then writes row by row: a refused INSERT is that claim's conflict, and a lost CAS
    * deletes the ledger row its claim had just written, so a conflicting record leaves nothing
    * behind while the others commit. The refused ones are read and classified alone after the
-   * COMMIT, exactly as a claim alone would be.
+   * COMMIT, on the same connection, exactly as a claim alone would be.
    */
   private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
     if (group.size() == 1) {
-      return claimTx(group.get(0), null).map(List::of).toFuture();
+      return db.autocommit(c -> List.of(claimTx(c, group.get(0), null)));
     }
-    return db.inTransaction(c -> insertLedgerRows(c, group)
-            .flatMap(all -> all ? applyAll(c, group) : claimAroundConflicts(c, group)))
-        .flatMap(found -> reactor.core.publisher.Flux.range(0, group.size())
-            .flatMapSequential(i -> {
-              ClaimOutcome o = found.get(i);
-              ClaimCommand cmd = group.get(i);
-              if (o == REFUSED_BY_LEDGER) {
-                return readLedgerRow(cmd.route(), cmd.extracted().dedupKey());
-              }
-              if (o == REFUSED_BY_ENTITY) {
-                return readEntity(cmd.machine(), cmd.extracted().entityId());
-              }
-              return Mono.just(o);
-            })
-            .collectList())
-        .toFuture();
+    return db.autocommit(c -> {
+      List<ClaimOutcome> found = Db.transaction(c, x -> insertLedgerRows(x, group) ? applyAll(x, group) : claimAroundConflicts(x, group));
+      List<ClaimOutcome> out = new ArrayList<>(group.size());
+      for (int i = 0; i < group.size(); i++) {
+        ClaimOutcome o = found.get(i);
+        ClaimCommand cmd = group.get(i);
+        out.add(o == REFUSED_BY_LEDGER ? readLedgerRow(c, cmd.route(), cmd.extracted().dedupKey())
+            : o == REFUSED_BY_ENTITY ? readEntity(c, cmd.machine(), cmd.extracted().entityId())
+            : o);
+      }
+      return out;
+    });
   }
 
   /** Placeholders inside a group transaction: read the row that refused the claim after the COMMIT. */
@@ -174,16 +175,14 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /** All of the group's ledger rows in one INSERT: true if written, false if a duplicate refused it (nothing written). */
-  private Mono<Boolean> insertLedgerRows(Connection c, List<ClaimCommand> group) {
+  private boolean insertLedgerRows(Connection c, List<ClaimCommand> group) throws SQLException {
     List<Object> args = new ArrayList<>(group.size() * 14);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(ledger).append(LEDGER_INSERT_COLUMNS);
     for (int i = 0; i < group.size(); i++) {
       sql.append(i == 0 ? "" : ", ").append(LEDGER_INSERT_ROW);
-      args.addAll(List.of(ledgerInsertArgs(group.get(i))));
+      args.addAll(Arrays.asList(ledgerInsertArgs(group.get(i))));
     }
-    return Db.update(c, sql.toString(), args.toArray())
-        .map(n -> n == group.size())
-        .onErrorResume(DuplicateKeyException.class, x -> Mono.just(false));
+    return Db.insertUnlessDuplicate(c, sql.toString(), args.toArray()) == group.size();
   }
 
   /**
@@ -192,7 +191,7 @@ public final class MysqlGuardStore implements GuardStore {
    * written as a group again, or row by row if that is refused too (a row another transaction
    * wrote and had not committed when the SELECT ran).
    */
-  private Mono<List<ClaimOutcome>> claimAroundConflicts(Connection c, List<ClaimCommand> group) {
+  private List<ClaimOutcome> claimAroundConflicts(Connection c, List<ClaimCommand> group) throws SQLException {
     StringBuilder in = new StringBuilder();
     List<Object> args = new ArrayList<>(group.size() * 2);
     for (ClaimCommand cmd : group) {
@@ -200,54 +199,55 @@ public final class MysqlGuardStore implements GuardStore {
       args.add(cmd.route());
       args.add(cmd.extracted().dedupKey());
     }
-    return Db.query(c, "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
-                + " WHERE (l.route, l.dedup_key) IN (" + in + ")", MysqlGuardStore::ledgerRow, args.toArray())
-        .flatMap(rows -> {
-          java.util.Map<String, LedgerRow> existing = new java.util.HashMap<>();
-          for (LedgerRow r : rows) {
-            existing.put(r.route() + "\u0000" + r.dedupKey(), r);
-          }
-          List<ClaimCommand> fresh = new ArrayList<>();
-          for (ClaimCommand cmd : group) {
-            if (!existing.containsKey(cmd.route() + "\u0000" + cmd.extracted().dedupKey())) {
-              fresh.add(cmd);
-            }
-          }
-          Mono<List<ClaimOutcome>> claimedFresh = fresh.isEmpty() ? Mono.just(List.of())
-              : fresh.size() == group.size()
-                  ? reactor.core.publisher.Flux.fromIterable(fresh).concatMap(cmd -> claimInGroup(c, cmd)).collectList()
-                  : insertLedgerRows(c, fresh).flatMap(all -> all ? applyAll(c, fresh)
-                      : reactor.core.publisher.Flux.fromIterable(fresh).concatMap(cmd -> claimInGroup(c, cmd)).collectList());
-          return claimedFresh.map(outcomes -> {
-            List<ClaimOutcome> out = new ArrayList<>(group.size());
-            int next = 0;
-            for (ClaimCommand cmd : group) {
-              LedgerRow row = existing.get(cmd.route() + "\u0000" + cmd.extracted().dedupKey());
-              out.add(row != null ? new ClaimOutcome.LedgerConflict(row) : outcomes.get(next++));
-            }
-            return out;
-          });
-        });
+    Map<String, LedgerRow> existing = new HashMap<>();
+    for (LedgerRow r : Db.query(c, "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+        + " WHERE (l.route, l.dedup_key) IN (" + in + ")", MysqlGuardStore::ledgerRow, args.toArray())) {
+      existing.put(r.route() + "\u0000" + r.dedupKey(), r);
+    }
+    List<ClaimCommand> fresh = new ArrayList<>();
+    for (ClaimCommand cmd : group) {
+      if (!existing.containsKey(cmd.route() + "\u0000" + cmd.extracted().dedupKey())) {
+        fresh.add(cmd);
+      }
+    }
+    List<ClaimOutcome> outcomes;
+    if (fresh.size() < group.size() && fresh.size() > 1 && insertLedgerRows(c, fresh)) {
+      outcomes = applyAll(c, fresh);
+    } else {
+      outcomes = new ArrayList<>(fresh.size());
+      for (ClaimCommand cmd : fresh) {
+        outcomes.add(claimInGroup(c, cmd));
+      }
+    }
+    List<ClaimOutcome> out = new ArrayList<>(group.size());
+    int next = 0;
+    for (ClaimCommand cmd : group) {
+      LedgerRow row = existing.get(cmd.route() + "\u0000" + cmd.extracted().dedupKey());
+      out.add(row != null ? new ClaimOutcome.LedgerConflict(row) : outcomes.get(next++));
+    }
+    return out;
   }
 
   /**
    * The transitions of a group whose ledger rows are written: the creating ones in one INSERT (row
    * by row if a duplicate refused it), the others one CAS each.
    */
-  private Mono<List<ClaimOutcome>> applyAll(Connection c, List<ClaimCommand> group) {
+  private List<ClaimOutcome> applyAll(Connection c, List<ClaimCommand> group) throws SQLException {
     List<ClaimCommand> creating = new ArrayList<>();
     for (ClaimCommand cmd : group) {
       if (cmd.machine() != null && cmd.event().creating()) {
         creating.add(cmd);
       }
     }
-    Mono<Boolean> created = creating.size() < 2 ? Mono.just(false) : insertEntities(c, creating);
-    return created.flatMap(all -> reactor.core.publisher.Flux.fromIterable(group)
-        .concatMap(cmd -> all && cmd.machine() != null && cmd.event().creating() ? Mono.just(claimed(cmd, null, null)) : casInGroup(c, cmd))
-        .collectList());
+    boolean allCreated = creating.size() >= 2 && insertEntities(c, creating);
+    List<ClaimOutcome> out = new ArrayList<>(group.size());
+    for (ClaimCommand cmd : group) {
+      out.add(allCreated && cmd.machine() != null && cmd.event().creating() ? claimed(cmd, null, null) : casInGroup(c, cmd));
+    }
+    return out;
   }
 
-  private Mono<Boolean> insertEntities(Connection c, List<ClaimCommand> creating) {
+  private boolean insertEntities(Connection c, List<ClaimCommand> creating) throws SQLException {
     List<Object> args = new ArrayList<>(creating.size() * 6);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(entity)
         .append(" (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at) VALUES ");
@@ -257,26 +257,27 @@ public final class MysqlGuardStore implements GuardStore {
       args.addAll(List.of(cmd.machine(), cmd.extracted().entityId(), cmd.event().to(), cmd.extracted().dedupKey(), cmd.leaseMillis(),
           cmd.nowMillis()));
     }
-    return Db.update(c, sql.toString(), args.toArray())
-        .map(n -> n == creating.size())
-        .onErrorResume(DuplicateKeyException.class, x -> Mono.just(false));
+    return Db.insertUnlessDuplicate(c, sql.toString(), args.toArray()) == creating.size();
   }
 
   /** One claim of a group, row by row: its ledger row, then its CAS. */
-  private Mono<ClaimOutcome> claimInGroup(Connection c, ClaimCommand cmd) {
-    return writeLedgerRow(c, cmd, knownFrom(cmd.event()), null).flatMap(n -> n != 1 ? Mono.just(REFUSED_BY_LEDGER) : casInGroup(c, cmd));
+  private ClaimOutcome claimInGroup(Connection c, ClaimCommand cmd) throws SQLException {
+    return writeLedgerRow(c, cmd, knownFrom(cmd.event()), null) != 1 ? REFUSED_BY_LEDGER : casInGroup(c, cmd);
   }
 
   /** The CAS of one claim whose ledger row is written; a lost CAS deletes that row again. */
-  private Mono<ClaimOutcome> casInGroup(Connection c, ClaimCommand cmd) {
+  private ClaimOutcome casInGroup(Connection c, ClaimCommand cmd) throws SQLException {
     String knownFrom = knownFrom(cmd.event());
     if (cmd.machine() == null) {
-      return Mono.just(claimed(cmd, knownFrom, null));
+      return claimed(cmd, knownFrom, null);
     }
-    return applyCas(c, cmd).flatMap(step -> step == Step.CAS_LOST
-        ? Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
-            cmd.route(), cmd.extracted().dedupKey(), cmd.owner()).thenReturn(REFUSED_BY_ENTITY)
-        : afterCas(c, cmd, step, knownFrom, null));
+    Step step = applyCas(c, cmd);
+    if (step == Step.CAS_LOST) {
+      Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
+          cmd.route(), cmd.extracted().dedupKey(), cmd.owner());
+      return REFUSED_BY_ENTITY;
+    }
+    return afterCas(c, cmd, step, knownFrom, null);
   }
 
   private static ClaimOutcome claimed(ClaimCommand cmd, String fromState, LedgerRow rejected) {
@@ -285,45 +286,53 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /** An applied CAS: for an event with several from-states, reads which one it left and records it. */
-  private Mono<ClaimOutcome> afterCas(Connection c, ClaimCommand cmd, Step step, String knownFrom, LedgerRow rejected) {
+  private ClaimOutcome afterCas(Connection c, ClaimCommand cmd, Step step, String knownFrom, LedgerRow rejected) throws SQLException {
     if (step != Step.NEEDS_FROM) {
-      return Mono.just(claimed(cmd, knownFrom, rejected));
+      return claimed(cmd, knownFrom, rejected);
     }
     ExtractedEvent e = cmd.extracted();
-    return Db.query(c, "SELECT prev_state FROM " + entity + " WHERE machine = ? AND entity_id = ?", r -> r.get(0, String.class),
-            cmd.machine(), e.entityId())
-        .flatMap(rows -> Db.update(c, "UPDATE " + ledger + " SET from_state = ? WHERE route = ? AND dedup_key = ?", rows.get(0),
-                cmd.route(), e.dedupKey())
-            .thenReturn(claimed(cmd, rows.get(0), rejected)));
+    String from = Db.query(c, "SELECT prev_state FROM " + entity + " WHERE machine = ? AND entity_id = ?", r -> r.getString(1),
+        cmd.machine(), e.entityId()).get(0);
+    Db.update(c, "UPDATE " + ledger + " SET from_state = ? WHERE route = ? AND dedup_key = ?", from, cmd.route(), e.dedupKey());
+    return claimed(cmd, from, rejected);
   }
 
   @Override
   public CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force) {
-    return (row.rejected() ? claimTx(cmd, row) : takeOverPending(cmd, row, force)).toFuture();
+    return db.autocommit(c -> row.rejected() ? claimTx(c, cmd, row) : takeOverPending(c, cmd, row, force));
   }
 
   /**
    * The claim transaction: the ledger row (a fresh INSERT, or a REJECTED row claimed again), then
    * the CAS. A refused INSERT or a lost CAS rolls back and reads the row that refused it.
    */
-  private Mono<ClaimOutcome> claimTx(ClaimCommand cmd, LedgerRow rejected) {
+  private ClaimOutcome claimTx(Connection c, ClaimCommand cmd, LedgerRow rejected) throws SQLException {
     ExtractedEvent e = cmd.extracted();
     String knownFrom = knownFrom(cmd.event());
-    return db.atomically(cmd.machine() != null, c -> writeLedgerRow(c, cmd, knownFrom, rejected)
-            .flatMap(n -> n == 1 ? Mono.just(n) : Mono.<Long>error(new LedgerConflict()))
-            .then(Mono.defer(() -> cmd.machine() == null ? Mono.just(Step.NO_MACHINE) : applyCas(c, cmd)))
-            .flatMap(step -> step == Step.CAS_LOST ? Mono.error(new EntityConflict()) : afterCas(c, cmd, step, knownFrom, rejected)))
-        .onErrorResume(LedgerConflict.class, x -> readLedgerRow(cmd.route(), e.dedupKey()))
-        .onErrorResume(EntityConflict.class, x -> readEntity(cmd.machine(), e.entityId()));
+    try {
+      return Db.atomically(c, cmd.machine() != null, x -> {
+        if (writeLedgerRow(x, cmd, knownFrom, rejected) != 1) {
+          throw new LedgerConflict();
+        }
+        Step step = cmd.machine() == null ? Step.NO_MACHINE : applyCas(x, cmd);
+        if (step == Step.CAS_LOST) {
+          throw new EntityConflict();
+        }
+        return afterCas(x, cmd, step, knownFrom, rejected);
+      });
+    } catch (LedgerConflict x) {
+      return readLedgerRow(c, cmd.route(), e.dedupKey());
+    } catch (EntityConflict x) {
+      return readEntity(c, cmd.machine(), e.entityId());
+    }
   }
 
-  /** 1 if the row is now this claim's; a refused INSERT surfaces as 0 too. */
-  private Mono<Long> writeLedgerRow(Connection c, ClaimCommand cmd, String knownFrom, LedgerRow rejected) {
+  /** 1 if the row is now this claim's; a refused INSERT answers 0. */
+  private long writeLedgerRow(Connection c, ClaimCommand cmd, String knownFrom, LedgerRow rejected) throws SQLException {
     ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
     if (rejected == null) {
-      return Db.update(c, "INSERT INTO " + ledger + LEDGER_INSERT_COLUMNS + LEDGER_INSERT_ROW, ledgerInsertArgs(cmd))
-          .onErrorResume(DuplicateKeyException.class, x -> Mono.just(0L));
+      return Db.insertUnlessDuplicate(c, "INSERT INTO " + ledger + LEDGER_INSERT_COLUMNS + LEDGER_INSERT_ROW, ledgerInsertArgs(cmd));
     }
     // A rejected record comes back (a replay, or a re-drive after a fix, possibly with corrected
     // content): it is claimed again as it is now, fenced on the attempt that was rejected.
@@ -344,16 +353,15 @@ public final class MysqlGuardStore implements GuardStore {
     CAS_LOST
   }
 
-  private Mono<Step> applyCas(Connection c, ClaimCommand cmd) {
+  private Step applyCas(Connection c, ClaimCommand cmd) throws SQLException {
     EventConfig ev = cmd.event();
     ExtractedEvent e = cmd.extracted();
     if (ev.creating()) {
-      return Db.update(c,
-              "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
-                  + " VALUES (?, ?, ?, NULL, 1, ?, " + NOW_MS + " + ?, ?)",
-              cmd.machine(), e.entityId(), ev.to(), e.dedupKey(), cmd.leaseMillis(), cmd.nowMillis())
-          .thenReturn(Step.APPLIED)
-          .onErrorResume(DuplicateKeyException.class, x -> Mono.just(Step.CAS_LOST));
+      long n = Db.insertUnlessDuplicate(c,
+          "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
+              + " VALUES (?, ?, ?, NULL, 1, ?, " + NOW_MS + " + ?, ?)",
+          cmd.machine(), e.entityId(), ev.to(), e.dedupKey(), cmd.leaseMillis(), cmd.nowMillis());
+      return n == 1 ? Step.APPLIED : Step.CAS_LOST;
     }
     List<String> from = new ArrayList<>(ev.from());
     StringBuilder in = new StringBuilder();
@@ -369,41 +377,39 @@ public final class MysqlGuardStore implements GuardStore {
       args[6 + i] = from.get(i);
     }
     // prev_state = state is evaluated before state = ? (single-table UPDATE assigns left to right)
-    return Db.update(c,
-            "UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?,"
-                + " pending_until = " + NOW_MS + " + ?, updated_at = ?"
-                + " WHERE machine = ? AND entity_id = ? AND pending_key IS NULL AND state IN (" + in + ")",
-            args)
-        .map(n -> n == 1 ? (from.size() == 1 ? Step.APPLIED : Step.NEEDS_FROM) : Step.CAS_LOST);
+    long n = Db.update(c,
+        "UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?,"
+            + " pending_until = " + NOW_MS + " + ?, updated_at = ?"
+            + " WHERE machine = ? AND entity_id = ? AND pending_key IS NULL AND state IN (" + in + ")",
+        args);
+    return n != 1 ? Step.CAS_LOST : from.size() == 1 ? Step.APPLIED : Step.NEEDS_FROM;
   }
 
   private static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
       + " l.lease_until, l.source_topic, l.source_partition, l.source_offset, l.from_state, l.to_state, l.attempts,"
       + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS;
 
-  private static LedgerRow ledgerRow(Readable r) {
-    return new LedgerRow(r.get(0, String.class), r.get(1, String.class), r.get(2, String.class), r.get(3, String.class),
-        r.get(4, String.class), r.get(5, String.class), r.get(6, Long.class), r.get(7, String.class), r.get(8, Integer.class),
-        r.get(9, Long.class), r.get(10, String.class), r.get(11, String.class), r.get(12, Integer.class), r.get(13, Long.class),
-        r.get(14, Long.class));
+  private static LedgerRow ledgerRow(ResultSet r) throws SQLException {
+    return new LedgerRow(r.getString(1), r.getString(2), r.getString(3), r.getString(4), r.getString(5), r.getString(6),
+        Db.longOrNull(r, 7), r.getString(8), r.getInt(9), r.getLong(10), r.getString(11), r.getString(12), r.getInt(13),
+        Db.longOrNull(r, 14), Db.longOrNull(r, 15));
   }
 
   /** The row that refused an INSERT; {@link ClaimOutcome.Retry} if it is gone already. */
-  private Mono<ClaimOutcome> readLedgerRow(String route, String dedupKey) {
-    return db.autocommit(c -> Db.query(c,
-            "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
-                + " WHERE l.route = ? AND l.dedup_key = ?",
-            MysqlGuardStore::ledgerRow, route, dedupKey))
-        .map(rows -> rows.isEmpty() ? new ClaimOutcome.Retry("ledger row vanished before it could be read")
-            : new ClaimOutcome.LedgerConflict(rows.get(0)));
+  private ClaimOutcome readLedgerRow(Connection c, String route, String dedupKey) throws SQLException {
+    List<LedgerRow> rows = Db.query(c,
+        "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+            + " WHERE l.route = ? AND l.dedup_key = ?",
+        MysqlGuardStore::ledgerRow, route, dedupKey);
+    return rows.isEmpty() ? new ClaimOutcome.Retry("ledger row vanished before it could be read") : new ClaimOutcome.LedgerConflict(rows.get(0));
   }
 
-  private Mono<ClaimOutcome> readEntity(String machine, String entityId) {
-    return db.autocommit(c -> Db.query(c,
-            "SELECT state, version, pending_key, " + NOW_MS + " - pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
-            r -> new EntityRow(r.get(0, String.class), r.get(1, Long.class), r.get(2, String.class), r.get(3, Long.class)),
-            machine, entityId))
-        .map(rows -> new ClaimOutcome.CasLost(rows.isEmpty() ? null : rows.get(0)));
+  private ClaimOutcome readEntity(Connection c, String machine, String entityId) throws SQLException {
+    List<EntityRow> rows = Db.query(c,
+        "SELECT state, version, pending_key, " + NOW_MS + " - pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
+        r -> new EntityRow(r.getString(1), r.getLong(2), r.getString(3), Db.longOrNull(r, 4)),
+        machine, entityId);
+    return new ClaimOutcome.CasLost(rows.isEmpty() ? null : rows.get(0));
   }
 
   /**
@@ -411,26 +417,27 @@ public final class MysqlGuardStore implements GuardStore {
    * statement: exactly one of several contenders takes a claim that is not live, and none takes a
    * live one (unless {@code force}: this owner's own abandoned attempt).
    */
-  private Mono<ClaimOutcome> takeOverPending(ClaimCommand cmd, LedgerRow row, boolean force) {
+  private ClaimOutcome takeOverPending(Connection c, ClaimCommand cmd, LedgerRow row, boolean force) throws SQLException {
     ExtractedEvent e = cmd.extracted();
     long until = cmd.nowMillis() + cmd.leaseMillis();
-    return db.atomically(cmd.machine() != null, c -> Db.update(c,
-                "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
-                    + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?"
-                    + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
-                    + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
-                    + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
-                cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
-                cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force)
-            .flatMap(n -> {
-              if (n != 1) {
-                return Mono.<ClaimOutcome>just(new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile"));
-              }
-              Mono<Long> ent = cmd.machine() == null ? Mono.just(0L)
-                  : Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                      cmd.leaseMillis(), cmd.machine(), e.entityId(), e.dedupKey());
-              return ent.thenReturn((ClaimOutcome) new ClaimOutcome.Claimed(row.fromState(), until, row.attempts() + 1, true));
-            }));
+    return Db.atomically(c, cmd.machine() != null, x -> {
+      long n = Db.update(x,
+          "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
+              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?"
+              + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
+              + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
+              + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
+          cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
+          cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force);
+      if (n != 1) {
+        return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
+      }
+      if (cmd.machine() != null) {
+        Db.update(x, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+            cmd.leaseMillis(), cmd.machine(), e.entityId(), e.dedupKey());
+      }
+      return new ClaimOutcome.Claimed(row.fromState(), until, row.attempts() + 1, true);
+    });
   }
 
   @Override
@@ -441,24 +448,22 @@ public final class MysqlGuardStore implements GuardStore {
     // both together). Exactly one row: it is that claim. Several: the same dedup key and entity
     // id are pending in another machine's route too, and which row holds this entity cannot be
     // told: leave them. The undo is fenced on owner and attempt.
-    return db.autocommit(c -> Db.query(c,
-            "SELECT route, owner, attempts, source_partition, " + NOW_MS + " - lease_until FROM " + ledger
-                + " WHERE entity_id = ? AND dedup_key = ? AND status = 'PENDING'",
-            r -> new PendingRow(r.get(0, String.class), r.get(1, String.class), r.get(2, Integer.class), r.get(3, Integer.class),
-                r.get(4, Long.class)),
-            entityId, pendingKey))
-        .flatMap(found -> {
-          if (found.size() != 1) {
-            return Mono.just(false);
-          }
-          PendingRow p = found.get(0);
-          if (p.partition() >= 0 || p.overdueMillis() == null || p.overdueMillis() <= graceMillis) {
-            return Mono.just(false);
-          }
-          return db.atomically(true, c -> deleteClaim(c, p.route(), pendingKey, p.owner(), p.attempts(), machine, entityId,
-              System.currentTimeMillis()));
-        })
-        .toFuture();
+    return db.autocommit(c -> {
+      List<PendingRow> found = Db.query(c,
+          "SELECT route, owner, attempts, source_partition, " + NOW_MS + " - lease_until FROM " + ledger
+              + " WHERE entity_id = ? AND dedup_key = ? AND status = 'PENDING'",
+          r -> new PendingRow(r.getString(1), r.getString(2), r.getInt(3), r.getInt(4), Db.longOrNull(r, 5)),
+          entityId, pendingKey);
+      if (found.size() != 1) {
+        return false;
+      }
+      PendingRow p = found.get(0);
+      if (p.partition() >= 0 || p.overdueMillis() == null || p.overdueMillis() <= graceMillis) {
+        return false;
+      }
+      return Db.transaction(c, x -> deleteClaim(x, p.route(), pendingKey, p.owner(), p.attempts(), machine, entityId,
+          System.currentTimeMillis()));
+    });
   }
 
   private record PendingRow(String route, String owner, int attempts, int partition, Long overdueMillis) {}
@@ -466,11 +471,10 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
     return db.autocommit(c -> Db.query(c,
-            "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
-                + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE'"
-                + " ORDER BY l.fingerprint = ? DESC, l.completed_at DESC LIMIT ?",
-            MysqlGuardStore::ledgerRow, entityId, event, fingerprint, limit))
-        .toFuture();
+        "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+            + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE'"
+            + " ORDER BY l.fingerprint = ? DESC, l.completed_at DESC LIMIT ?",
+        MysqlGuardStore::ledgerRow, entityId, event, fingerprint, limit));
   }
 
   private static Object nullable(String s) {
@@ -484,37 +488,50 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
     return confirms.submit(new Confirm(claim, nowMillis))
-        .thenCompose(ok -> ok ? java.util.concurrent.CompletableFuture.completedFuture(true) : confirmedEarlier(claim).toFuture());
+        .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : confirmedEarlier(claim));
   }
 
   /**
-   * Confirms of one group. Alone, one statement in autocommit: the ledger row turns DONE and the
-   * entity's pending transition is released together or not at all (the LEFT JOIN reads the ledger
-   * first, so rows are locked in the usual order, ledger then entity; the entity is only touched if
-   * it still waits on this key). Several share one transaction of two single-table UPDATEs for the
-   * whole group ({@link #confirmAll}) (an earlier measurement found them ~25% cheaper end to end
-   * than the two-table one; not measured again alone).
+   * Confirms of one group. Alone, one statement in autocommit ({@link #confirmOne}). Several share
+   * one transaction of two single-table UPDATEs for the whole group ({@link #confirmAll}) (an
+   * earlier measurement found them ~25% cheaper end to end than the two-table one; not measured
+   * again alone); if some claim of the group was lost, they are confirmed one by one instead.
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
-    if (group.size() == 1) {
-      Claim claim = group.get(0).claim();
-      long now = group.get(0).nowMillis();
-      Mono<Boolean> done = claim.machine() == null
-          ? db.autocommit(c -> confirmLedger(c, claim, now))
-          : db.autocommit(c -> Db.update(c,
-              "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
-                  + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
-                  + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
-                  + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
-              claim.machine(), claim.entityId(), now, now, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-              .map(n -> n >= 1));
-      return done.map(List::of).toFuture();
+    return db.autocommit(c -> {
+      if (group.size() == 1) {
+        return List.of(confirmOne(c, group.get(0)));
+      }
+      try {
+        return Db.transaction(c, x -> confirmAll(x, group));
+      } catch (SomeClaimLost lost) {
+        List<Boolean> out = new ArrayList<>(group.size());
+        for (Confirm f : group) {
+          out.add(confirmOne(c, f));
+        }
+        return out;
+      }
+    });
+  }
+
+  /**
+   * One confirm, one statement in autocommit: the ledger row turns DONE and the entity's pending
+   * transition is released together or not at all (the LEFT JOIN reads the ledger first, so rows
+   * are locked in the usual order, ledger then entity; the entity is only touched if it still
+   * waits on this key).
+   */
+  private boolean confirmOne(Connection c, Confirm f) throws SQLException {
+    Claim claim = f.claim();
+    long now = f.nowMillis();
+    if (claim.machine() == null) {
+      return confirmLedger(c, claim, now);
     }
-    return db.inTransaction(c -> confirmAll(c, group))
-        .onErrorResume(SomeClaimLost.class, x -> reactor.core.publisher.Flux.fromIterable(group)
-            .concatMap(f -> Mono.fromCompletionStage(confirmGroup(List.of(f))).map(r -> r.get(0)))
-            .collectList())
-        .toFuture();
+    return Db.update(c,
+        "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
+            + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
+            + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
+            + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
+        claim.machine(), claim.entityId(), now, now, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()) >= 1;
   }
 
   /** Inside a group confirm: a ledger row was not its claim's any more; the group is confirmed one by one instead. */
@@ -528,7 +545,7 @@ public final class MysqlGuardStore implements GuardStore {
    * matched fewer rows than the group holds, some claim was lost, and which one cannot be told
    * from a row count: the transaction rolls back ({@link SomeClaimLost}).
    */
-  private Mono<List<Boolean>> confirmAll(Connection c, List<Confirm> group) {
+  private List<Boolean> confirmAll(Connection c, List<Confirm> group) throws SQLException {
     long now = group.get(group.size() - 1).nowMillis();
     List<Object> args = new ArrayList<>(1 + group.size() * 4);
     args.add(now);
@@ -545,22 +562,23 @@ public final class MysqlGuardStore implements GuardStore {
         entityArgs.addAll(List.of(claim.machine(), claim.entityId(), claim.dedupKey()));
       }
     }
-    List<Boolean> allTrue = java.util.Collections.nCopies(group.size(), true);
-    return Db.update(c, "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-                + " WHERE status = 'PENDING' AND (route, dedup_key, owner, attempts) IN (" + in + ")", args.toArray())
-        .flatMap(n -> n != group.size() ? Mono.<List<Boolean>>error(new SomeClaimLost())
-            : entityIn.isEmpty() ? Mono.just(allTrue)
-            : Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
-                    + " WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs.toArray())
-                .thenReturn(allTrue));
+    long n = Db.update(c, "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
+        + " WHERE status = 'PENDING' AND (route, dedup_key, owner, attempts) IN (" + in + ")", args.toArray());
+    if (n != group.size()) {
+      throw new SomeClaimLost();
+    }
+    if (!entityIn.isEmpty()) {
+      Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
+          + " WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs.toArray());
+    }
+    return Collections.nCopies(group.size(), true);
   }
 
-  private Mono<Boolean> confirmLedger(Connection c, Claim claim, long nowMillis) {
+  private boolean confirmLedger(Connection c, Claim claim, long nowMillis) throws SQLException {
     return Db.update(c,
-            "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-                + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-        .map(n -> n == 1);
+        "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
+            + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+        nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()) == 1;
   }
 
   /**
@@ -569,33 +587,32 @@ public final class MysqlGuardStore implements GuardStore {
    * That is success, not a lost claim. DONE rows keep their owner, so a claim another owner took
    * over and confirmed still answers false. Costs a round trip only when the UPDATE matched nothing.
    */
-  private Mono<Boolean> confirmedEarlier(Claim claim) {
-    return db.autocommit(c -> Db.query(c, "SELECT status, owner, attempts FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
-            r -> "DONE".equals(r.get(0, String.class)) && claim.owner().equals(r.get(1, String.class))
-                && claim.attempts() == r.get(2, Integer.class),
-            claim.route(), claim.dedupKey()))
-        .map(rows -> !rows.isEmpty() && rows.get(0));
+  private CompletionStage<Boolean> confirmedEarlier(Claim claim) {
+    return db.autocommit(c -> {
+      List<Boolean> rows = Db.query(c, "SELECT status, owner, attempts FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
+          r -> "DONE".equals(r.getString(1)) && claim.owner().equals(r.getString(2)) && claim.attempts() == r.getInt(3),
+          claim.route(), claim.dedupKey());
+      return !rows.isEmpty() && rows.get(0);
+    });
   }
 
   @Override
   public CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis) {
     return db.atomically(claim.machine() != null, c -> maySeen
-            ? rejectClaim(c, claim, nowMillis)
-            : deleteClaim(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(), claim.machine(), claim.entityId(),
-                nowMillis))
-        .toFuture();
+        ? rejectClaim(c, claim, nowMillis)
+        : deleteClaim(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(), claim.machine(), claim.entityId(), nowMillis));
   }
 
   /**
    * Keeps the ledger row of exactly this claim as REJECTED (so a replay is claimed again flagged as
    * a redelivery) and puts the entity back where it was. Inside the caller's transaction.
    */
-  private Mono<Boolean> rejectClaim(Connection c, Claim claim, long nowMillis) {
-    return Db.update(c,
-            "UPDATE " + ledger + " SET status = 'REJECTED', lease_until = NULL, completed_at = ?"
-                + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-            nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-        .flatMap(n -> n != 1 ? Mono.just(false) : restoreEntity(c, claim.machine(), claim.entityId(), claim.dedupKey(), nowMillis));
+  private boolean rejectClaim(Connection c, Claim claim, long nowMillis) throws SQLException {
+    long n = Db.update(c,
+        "UPDATE " + ledger + " SET status = 'REJECTED', lease_until = NULL, completed_at = ?"
+            + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+        nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts());
+    return n == 1 && restoreEntity(c, claim.machine(), claim.entityId(), claim.dedupKey(), nowMillis);
   }
 
   /**
@@ -603,62 +620,72 @@ public final class MysqlGuardStore implements GuardStore {
    * back where it was; false if the row is not that claim's any more. Inside the caller's
    * transaction.
    */
-  private Mono<Boolean> deleteClaim(Connection c, String route, String dedupKey, String owner, int attempts, String machine,
-      String entityId, long nowMillis) {
-    return Db.update(c,
-            "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-            route, dedupKey, owner, attempts)
-        .flatMap(n -> n != 1 ? Mono.just(false) : restoreEntity(c, machine, entityId, dedupKey, nowMillis));
+  private boolean deleteClaim(Connection c, String route, String dedupKey, String owner, int attempts, String machine,
+      String entityId, long nowMillis) throws SQLException {
+    long n = Db.update(c,
+        "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+        route, dedupKey, owner, attempts);
+    return n == 1 && restoreEntity(c, machine, entityId, dedupKey, nowMillis);
   }
 
-  private Mono<Boolean> restoreEntity(Connection c, String machine, String entityId, String dedupKey, long nowMillis) {
+  private boolean restoreEntity(Connection c, String machine, String entityId, String dedupKey, long nowMillis) throws SQLException {
     if (machine == null) {
-      return Mono.just(true);
+      return true;
     }
     // a creating event leaves no previous state: the entity row goes
-    return Db.update(c, "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
-            machine, entityId, dedupKey)
-        .flatMap(d -> d == 1 ? Mono.just(true)
-            : Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
-                    + " pending_key = NULL, pending_until = NULL, updated_at = ?"
-                    + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                nowMillis, machine, entityId, dedupKey).thenReturn(true));
+    long deleted = Db.update(c,
+        "DELETE FROM " + entity + " WHERE machine = ? AND entity_id = ? AND pending_key = ? AND prev_state IS NULL AND version = 1",
+        machine, entityId, dedupKey);
+    if (deleted != 1) {
+      Db.update(c, "UPDATE " + entity + " SET state = prev_state, prev_state = NULL, version = version - 1,"
+              + " pending_key = NULL, pending_until = NULL, updated_at = ?"
+              + " WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+          nowMillis, machine, entityId, dedupKey);
+    }
+    return true;
   }
 
   @Override
   public CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
-    return db.atomically(claim.machine() != null, c -> Db.update(c,
-                "UPDATE " + ledger + " SET lease_until = " + NOW_MS + " + ?"
-                    + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-                leaseMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts())
-            .flatMap(n -> n != 1 ? Mono.just(false)
-                : claim.machine() == null ? Mono.just(true)
-                : Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-                    leaseMillis, claim.machine(), claim.entityId(), claim.dedupKey()).thenReturn(true)))
-        .toFuture();
+    return db.atomically(claim.machine() != null, c -> {
+      long n = Db.update(c,
+          "UPDATE " + ledger + " SET lease_until = " + NOW_MS + " + ?"
+              + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+          leaseMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts());
+      if (n != 1) {
+        return false;
+      }
+      if (claim.machine() != null) {
+        Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
+            leaseMillis, claim.machine(), claim.entityId(), claim.dedupKey());
+      }
+      return true;
+    });
   }
 
   // ---------------------------------------------------------------------------------- owners
 
   @Override
   public CompletionStage<Void> heartbeat(String owner, long ttlMillis) {
-    return db.control(c -> Db.update(c,
-            "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + " + ?, " + NOW_MS + ")"
-                + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)",
-            owner, ttlMillis))
-        .then()
-        .toFuture();
+    return db.control(c -> {
+      Db.update(c,
+          "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + " + ?, " + NOW_MS + ")"
+              + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)",
+          owner, ttlMillis);
+      return null;
+    });
   }
 
   @Override
   public CompletionStage<Void> retire(String owner) {
     // rows of owners gone for a day are purged on the way: nothing reads them any more
-    return db.control(c -> Db.update(c,
-                "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + ", " + NOW_MS + ")"
-                    + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner)
-            .then(Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000")))
-        .then()
-        .toFuture();
+    return db.control(c -> {
+      Db.update(c,
+          "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + ", " + NOW_MS + ")"
+              + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner);
+      Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000");
+      return null;
+    });
   }
 
   // ------------------------------------------------------------------------ decisions/explain
@@ -682,19 +709,22 @@ public final class MysqlGuardStore implements GuardStore {
       Source s = d.source();
       String detail = v.getDetail().length() > 1000 ? v.getDetail().substring(0, 999) + "…" : v.getDetail();
       sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      args.addAll(java.util.Arrays.asList(d.nowMillis(), v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()),
+      args.addAll(Arrays.asList(d.nowMillis(), v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()),
           emptyToNull(v.getEvent()), v.getDisposition().name(), v.getLayer().name(), v.getReason().name(), detail,
           emptyToNull(v.getCurrentState()), v.getCurrentState().isEmpty() ? Db.NULL_LONG : v.getCurrentVersion(),
-          s == null ? Db.NULL_STRING : s.topic(), s == null ? new Db.Null(Integer.class) : s.partition(),
+          s == null ? Db.NULL_STRING : s.topic(), s == null ? Db.NULL_INT : s.partition(),
           s == null ? Db.NULL_LONG : s.offset()));
     }
-    List<Boolean> done = java.util.Collections.nCopies(group.size(), true);
-    return db.autocommit(c -> Db.update(c, sql.toString(), args.toArray())).thenReturn(done).toFuture();
+    List<Boolean> done = Collections.nCopies(group.size(), true);
+    return db.autocommit(c -> {
+      Db.update(c, sql.toString(), args.toArray());
+      return done;
+    });
   }
 
   @Override
   public CompletionStage<Long> purgeDecisions(long beforeMillis) {
-    return db.autocommit(c -> Db.update(c, "DELETE FROM " + decision + " WHERE at_ms < ? LIMIT 10000", beforeMillis)).toFuture();
+    return db.autocommit(c -> Db.update(c, "DELETE FROM " + decision + " WHERE at_ms < ? LIMIT 10000", beforeMillis));
   }
 
   private static Object emptyToNull(String s) {
@@ -705,92 +735,89 @@ public final class MysqlGuardStore implements GuardStore {
   public CompletionStage<ExplainResponse> explain(String route, String machine, String dedupKey, String entityId, int limit) {
     int lim = limit <= 0 ? 50 : Math.min(limit, 1000);
     return db.autocommit(c -> {
-          Mono<List<LedgerEntry>> rows = dedupKey != null
-              ? Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND dedup_key = ?", MysqlGuardStore::ledgerEntry, route, dedupKey)
-              : Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND entity_id = ? ORDER BY created_at LIMIT ?",
-                  MysqlGuardStore::ledgerEntry, route, entityId, lim);
-          return rows.flatMap(ls -> {
-            String ent = entityId != null ? entityId : ls.isEmpty() ? null : emptyToNullString(ls.get(0).getEntityId());
-            Mono<List<EntityState>> es = machine == null || ent == null ? Mono.just(List.of())
-                : Db.query(c, "SELECT machine, entity_id, state, version, pending_key, pending_until, updated_at FROM " + entity
-                        + " WHERE machine = ? AND entity_id = ?",
-                    r -> {
-                      EntityState.Builder b = EntityState.newBuilder().setMachine(r.get(0, String.class)).setEntityId(r.get(1, String.class))
-                          .setState(r.get(2, String.class)).setVersion(r.get(3, Long.class)).setUpdatedAtMs(r.get(6, Long.class));
-                      if (r.get(4, String.class) != null) {
-                        b.setPendingKey(r.get(4, String.class)).setPendingUntilMs(r.get(5, Long.class));
-                      }
-                      return b.build();
-                    }, machine, ent);
-            Mono<List<Decision>> ds = dedupKey != null
-                ? Db.query(c, "SELECT * FROM " + decision + " WHERE route = ? AND dedup_key = ? ORDER BY id DESC LIMIT ?", MysqlGuardStore::decisionRow, route, dedupKey, lim)
-                : Db.query(c, "SELECT * FROM " + decision + " WHERE entity_id = ? ORDER BY id DESC LIMIT ?", MysqlGuardStore::decisionRow, entityId, lim);
-            return es.zipWith(ds, (e, d) -> {
-              ExplainResponse.Builder b = ExplainResponse.newBuilder().addAllLedger(ls).addAllDecisions(d);
-              if (!e.isEmpty()) {
-                b.setEntity(e.get(0));
-              }
-              return b.build();
-            });
-          });
-        })
-        .toFuture();
+      List<LedgerEntry> ls = dedupKey != null
+          ? Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND dedup_key = ?", MysqlGuardStore::ledgerEntry, route, dedupKey)
+          : Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND entity_id = ? ORDER BY created_at LIMIT ?",
+              MysqlGuardStore::ledgerEntry, route, entityId, lim);
+      String ent = entityId != null ? entityId : ls.isEmpty() ? null : emptyToNullString(ls.get(0).getEntityId());
+      List<EntityState> es = machine == null || ent == null ? List.of()
+          : Db.query(c, "SELECT machine, entity_id, state, version, pending_key, pending_until, updated_at FROM " + entity
+                  + " WHERE machine = ? AND entity_id = ?",
+              r -> {
+                EntityState.Builder b = EntityState.newBuilder().setMachine(r.getString(1)).setEntityId(r.getString(2))
+                    .setState(r.getString(3)).setVersion(r.getLong(4)).setUpdatedAtMs(r.getLong(7));
+                if (r.getString(5) != null) {
+                  b.setPendingKey(r.getString(5)).setPendingUntilMs(r.getLong(6));
+                }
+                return b.build();
+              }, machine, ent);
+      List<Decision> ds = dedupKey != null
+          ? Db.query(c, "SELECT * FROM " + decision + " WHERE route = ? AND dedup_key = ? ORDER BY id DESC LIMIT ?",
+              MysqlGuardStore::decisionRow, route, dedupKey, lim)
+          : Db.query(c, "SELECT * FROM " + decision + " WHERE entity_id = ? ORDER BY id DESC LIMIT ?",
+              MysqlGuardStore::decisionRow, entityId, lim);
+      ExplainResponse.Builder b = ExplainResponse.newBuilder().addAllLedger(ls).addAllDecisions(ds);
+      if (!es.isEmpty()) {
+        b.setEntity(es.get(0));
+      }
+      return b.build();
+    });
   }
 
   private static String emptyToNullString(String s) {
     return s == null || s.isEmpty() ? null : s;
   }
 
-  private static LedgerEntry ledgerEntry(Readable r) {
+  private static LedgerEntry ledgerEntry(ResultSet r) throws SQLException {
     LedgerEntry.Builder b = LedgerEntry.newBuilder()
-        .setRoute(r.get("route", String.class))
-        .setDedupKey(r.get("dedup_key", String.class))
-        .setBusinessKey(r.get("business_key", String.class))
-        .setFingerprint(r.get("fingerprint", String.class))
-        .setStatus(r.get("status", String.class))
-        .setAttempts(r.get("attempts", Integer.class))
-        .setSourceTopic(r.get("source_topic", String.class))
-        .setSourcePartition(r.get("source_partition", Integer.class))
-        .setSourceOffset(r.get("source_offset", Long.class))
-        .setCreatedAtMs(r.get("created_at", Long.class));
-    setIf(r.get("entity_id", String.class), b::setEntityId);
-    setIf(r.get("event", String.class), b::setEvent);
-    setIf(r.get("from_state", String.class), b::setFromState);
-    setIf(r.get("to_state", String.class), b::setToState);
-    setIf(r.get("owner", String.class), b::setOwner);
-    Long lease = r.get("lease_until", Long.class);
+        .setRoute(r.getString("route"))
+        .setDedupKey(r.getString("dedup_key"))
+        .setBusinessKey(r.getString("business_key"))
+        .setFingerprint(r.getString("fingerprint"))
+        .setStatus(r.getString("status"))
+        .setAttempts(r.getInt("attempts"))
+        .setSourceTopic(r.getString("source_topic"))
+        .setSourcePartition(r.getInt("source_partition"))
+        .setSourceOffset(r.getLong("source_offset"))
+        .setCreatedAtMs(r.getLong("created_at"));
+    setIf(r.getString("entity_id"), b::setEntityId);
+    setIf(r.getString("event"), b::setEvent);
+    setIf(r.getString("from_state"), b::setFromState);
+    setIf(r.getString("to_state"), b::setToState);
+    setIf(r.getString("owner"), b::setOwner);
+    Long lease = Db.longOrNull(r, "lease_until");
     if (lease != null) {
       b.setLeaseUntilMs(lease);
     }
-    Long done = r.get("completed_at", Long.class);
+    Long done = Db.longOrNull(r, "completed_at");
     if (done != null) {
       b.setCompletedAtMs(done);
     }
     return b.build();
   }
 
-  private static Decision decisionRow(Readable r) {
+  private static Decision decisionRow(ResultSet r) throws SQLException {
     Verdict.Builder v = Verdict.newBuilder()
-        .setRoute(r.get("route", String.class))
-        .setDisposition(Disposition.valueOf(r.get("disposition", String.class)))
-        .setLayer(Layer.valueOf(r.get("layer", String.class)))
-        .setReason(Reason.valueOf(r.get("reason", String.class)))
-        .setDetail(r.get("detail", String.class));
-    setIf(r.get("dedup_key", String.class), v::setDedupKey);
-    setIf(r.get("entity_id", String.class), v::setEntityId);
-    setIf(r.get("event", String.class), v::setEvent);
-    setIf(r.get("current_state", String.class), v::setCurrentState);
-    Long ver = r.get("current_version", Long.class);
+        .setRoute(r.getString("route"))
+        .setDisposition(Disposition.valueOf(r.getString("disposition")))
+        .setLayer(Layer.valueOf(r.getString("layer")))
+        .setReason(Reason.valueOf(r.getString("reason")))
+        .setDetail(r.getString("detail"));
+    setIf(r.getString("dedup_key"), v::setDedupKey);
+    setIf(r.getString("entity_id"), v::setEntityId);
+    setIf(r.getString("event"), v::setEvent);
+    setIf(r.getString("current_state"), v::setCurrentState);
+    Long ver = Db.longOrNull(r, "current_version");
     if (ver != null) {
       v.setCurrentVersion(ver);
     }
-    Decision.Builder d = Decision.newBuilder().setAtMs(r.get("at_ms", Long.class)).setVerdict(v);
-    setIf(r.get("source_topic", String.class), d::setSourceTopic);
-    Integer part = r.get("source_partition", Integer.class);
+    Decision.Builder d = Decision.newBuilder().setAtMs(r.getLong("at_ms")).setVerdict(v);
+    setIf(r.getString("source_topic"), d::setSourceTopic);
+    Integer part = Db.intOrNull(r, "source_partition");
     if (part != null) {
       d.setSourcePartition(part);
     }
-    Long off = r.get("source_offset", Long.class);
+    Long off = Db.longOrNull(r, "source_offset");
     if (off != null) {
       d.setSourceOffset(off);
     }
