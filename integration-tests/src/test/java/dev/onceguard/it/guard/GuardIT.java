@@ -174,6 +174,39 @@ class GuardIT {
   // ------------------------------------------------------------------------- incident 1
 
   @Test
+  void connectionsTheServerKilledWhileIdle_areReplaced_andTheNextStepsSucceed() throws Exception {
+    // one worker, so the steps below are sure to meet the connection that was killed
+    var m = fx.config.mysql();
+    Db one = new Db(new dev.onceguard.proxy.config.SidecarConfig.MysqlConfig(m.host(), m.port(), m.database(), m.user(), m.password(),
+        m.tablePrefix(), 1, false, m.decisionRetention()));
+    Guard g = guardOwning(new MysqlGuardStore(one, "og_", 1), uniq("killed"));
+    String id = orderIn(g, "paid");
+    // every connection to the database is killed by the server (a restart, wait_timeout, a proxy)
+    int killed = 0;
+    try (java.sql.Connection admin = java.sql.DriverManager.getConnection(
+            "jdbc:mariadb://" + dev.onceguard.it.ItEnv.mysqlHost() + ":" + dev.onceguard.it.ItEnv.mysqlPort() + "/",
+            dev.onceguard.it.ItEnv.mysqlUser(), dev.onceguard.it.ItEnv.mysqlPassword());
+        java.sql.Statement st = admin.createStatement()) {
+      List<Long> ids = new ArrayList<>();
+      try (java.sql.ResultSet r = st.executeQuery("SELECT id FROM information_schema.processlist WHERE db = '" + fx.database + "'")) {
+        while (r.next()) {
+          ids.add(r.getLong(1));
+        }
+      }
+      for (long pid : ids) {
+        st.execute("KILL CONNECTION " + pid);
+        killed++;
+      }
+    }
+    assertThat(killed).as("connections the store held").isPositive();
+    // the next steps find their connections dead, and get new ones instead of an outage
+    assertThat(apply(g, "orders", order(id, "prepare", "W1", "m-prepare")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(g, "orders", order(id, "ship", "W1", "m-ship")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(fx.string("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = ?", id)).isEqualTo("shipped");
+    g.close();
+  }
+
+  @Test
   void lateCompensation_afterRedisKeyExpired_isLedgerDuplicate_notAcceptedTwice() {
     Guard g = fx.guard("late-" + uniq("g"));
     String id = orderIn(g, "paid");

@@ -8,6 +8,8 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLTransientConnectionException;
 import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.sql.Types;
@@ -256,24 +258,51 @@ public final class Db implements AutoCloseable {
     try {
       pool.execute(() -> {
         Worker w = (Worker) Thread.currentThread();
-        T v;
+        boolean reused = w.conn != null;
+        long started = System.nanoTime();
         try {
-          v = work.run(w.connection());
+          result.complete(work.run(w.connection()));
         } catch (Throwable e) {
-          Throwable mapped = classify(e);
-          if (mapped instanceof StoreUnavailableException) {
-            // the connection may be broken, or still inside the failed transaction
+          if (reused && isConnectionLoss(e) && System.nanoTime() - started < STALE_FAILS_WITHIN_NANOS) {
+            // A kept connection the server or the network closed while it was idle fails at
+            // once, before the server ran anything of this work: run it again on a new one.
             w.discard();
+            runOnce(w, work, result);
+          } else {
+            fail(w, e, result);
           }
-          result.completeExceptionally(mapped);
-          return;
         }
-        result.complete(v);
       });
     } catch (RejectedExecutionException e) {
       result.completeExceptionally(new StoreUnavailableException("MySQL store is closed", e));
     }
     return result;
+  }
+
+  private static <T> void runOnce(Worker w, Work<T> work, CompletableFuture<T> result) {
+    try {
+      result.complete(work.run(w.connection()));
+    } catch (Throwable e) {
+      fail(w, e, result);
+    }
+  }
+
+  private static <T> void fail(Worker w, Throwable e, CompletableFuture<T> result) {
+    Throwable mapped = classify(e);
+    if (mapped instanceof StoreUnavailableException) {
+      // the connection may be broken, or still inside the failed transaction
+      w.discard();
+    }
+    result.completeExceptionally(mapped);
+  }
+
+  /** A stale connection fails within this; a hung server takes the socket timeout. */
+  private static final long STALE_FAILS_WITHIN_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+  /** The connection is gone (closed, reset, refused), as opposed to a statement the server refused. */
+  private static boolean isConnectionLoss(Throwable e) {
+    return e instanceof SQLNonTransientConnectionException || e instanceof SQLTransientConnectionException
+        || e instanceof SQLException s && s.getSQLState() != null && s.getSQLState().startsWith("08");
   }
 
   private static Throwable classify(Throwable e) {
