@@ -118,6 +118,16 @@ public final class ConfigReader {
     if (metrics != null && !HOST_PORT.matcher(metrics).matches()) {
       throw sidecar.error("metrics-listen", "'" + metrics + "' is not host:port");
     }
+    String admin = sidecar.string("admin-listen", null);
+    if (admin != null) {
+      if (!HOST_PORT.matcher(admin).matches() || Integer.parseInt(admin.substring(admin.lastIndexOf(':') + 1)) > 65535) {
+        throw sidecar.error("admin-listen", "'" + admin + "' is not host:port (port 0 to 65535), e.g. 0.0.0.0:9401");
+      }
+      if (admin.equals(listen) || admin.equals(metrics)) {
+        throw sidecar.error("admin-listen", "'" + admin + "' is also sidecar." + (admin.equals(listen) ? "grpc-listen" : "metrics-listen")
+            + "; give it a port of its own (it serves /metrics too)");
+      }
+    }
     Duration shutdown = sidecar.duration("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT);
     Duration commitInterval = sidecar.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
     sidecar.done();
@@ -195,7 +205,7 @@ public final class ConfigReader {
     }
     root.done();
     return new SidecarConfig(
-        instanceId, listen, metrics, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
+        instanceId, listen, metrics, admin, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
         Collections.unmodifiableMap(machines), List.copyOf(routes));
   }
 

@@ -9,11 +9,14 @@ import java.util.Map;
  * The whole, validated sidecar configuration. Built by {@link ConfigReader}.
  *
  * @param metricsListen {@code host:port} of the Prometheus endpoint, or {@code null} for none
+ * @param adminListen {@code host:port} of the admin HTTP endpoint ({@code /healthz}, {@code /readyz},
+ *     {@code /metrics}), or {@code null} for none
  */
 public record SidecarConfig(
     String instanceId,
     String grpcListen,
     String metricsListen,
+    String adminListen,
     Duration shutdownTimeout,
     Duration commitInterval,
     KafkaConfig kafka,

@@ -135,6 +135,15 @@ public final class GuardRuntime implements AutoCloseable {
         guard::contentionRetries);
   }
 
+  /**
+   * One statement to MySQL, for readiness: the owner heartbeat, which runs on the store's control
+   * connection (claims cannot starve it) and only refreshes this live process's owner row. Not to
+   * be called after {@link #close()}: it would make a retired owner look alive again for a while.
+   */
+  public java.util.concurrent.CompletionStage<Void> pingMysql() {
+    return guard.heartbeat();
+  }
+
   public Guard guard() {
     return guard;
   }

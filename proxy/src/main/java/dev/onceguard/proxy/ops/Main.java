@@ -127,8 +127,37 @@ public final class Main implements Runnable {
     /** The longest wait between two attempts to reach MySQL at start. */
     static final java.time.Duration MAX_START_WAIT = java.time.Duration.ofSeconds(30);
 
+    /** How often each route's gRPC health service is set from a readiness report. */
+    static final java.time.Duration ROUTE_HEALTH_EVERY = java.time.Duration.ofSeconds(2);
+
     @Override
     int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) throws InterruptedException {
+      // the admin listener comes first, so that probes answer (live, not ready, and why) while
+      // start-up waits for MySQL
+      Metrics metrics = new Metrics();
+      LiveProbeFacts facts = new LiveProbeFacts(cfg, Probes.DEFAULT_CHECK_TIMEOUT);
+      Probes probes = new Probes(cfg, facts, Clock.SYSTEM);
+      AdminServer admin;
+      try {
+        admin = cfg.adminListen() == null ? null : AdminServer.start(cfg.adminListen(), probes, metrics::scrape);
+      } catch (IOException | RuntimeException e) {
+        facts.close();
+        metrics.close();
+        err.println("error: " + (e instanceof IOException ? e.getMessage()
+            : "cannot listen on sidecar.admin-listen " + cfg.adminListen() + ": " + e.getMessage()));
+        err.flush();
+        return EXIT_FAILURE;
+      }
+      if (admin != null) {
+        log.info("admin HTTP on {} (port {}): /healthz, /readyz, /metrics", cfg.adminListen(), admin.port());
+      }
+      Runnable closeOps = () -> {
+        if (admin != null) {
+          admin.close();
+        }
+        facts.close();
+        metrics.close();
+      };
       GuardRuntime started = null;
       long waitMillis = 1_000;
       for (int attempt = 1; started == null; attempt++) {
@@ -136,11 +165,14 @@ public final class Main implements Runnable {
           started = new GuardRuntime(cfg, Clock.SYSTEM);
         } catch (RuntimeException e) {
           if (failFast || !storeUnavailable(e)) {
+            closeOps.run();
             err.println("error: cannot start the guard (MySQL " + cfg.mysql() + "): " + e.getMessage());
             err.flush();
             return EXIT_FAILURE;
           }
           // a database pod that starts after this one is not a reason to crash-loop: wait for it
+          facts.waiting("waiting for MySQL " + cfg.mysql() + " (attempt " + attempt + " failed, next in " + waitMillis + " ms): "
+              + e.getMessage());
           log.warn("waiting for MySQL {} (attempt {}, next in {} ms; --fail-fast exits instead): {}", cfg.mysql(), attempt, waitMillis,
               e.getMessage());
           Thread.sleep(waitMillis);
@@ -148,26 +180,26 @@ public final class Main implements Runnable {
         }
       }
       GuardRuntime runtime = started;
-      Metrics metrics = new Metrics();
+      facts.runtime(runtime);
       runtime.registerGauges(metrics);
       if (cfg.metricsListen() != null) {
         try {
           metrics.serve(cfg.metricsListen());
           log.info("Prometheus metrics on http://{}/metrics", cfg.metricsListen());
         } catch (IOException | RuntimeException e) {
-          metrics.close();
           runtime.close();
+          closeOps.run();
           err.println("error: cannot serve metrics on sidecar.metrics-listen " + cfg.metricsListen() + ": " + e.getMessage());
           err.flush();
           return EXIT_FAILURE;
         }
       }
-      java.util.concurrent.ScheduledExecutorService statsLog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+      java.util.concurrent.ScheduledExecutorService opsTimer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "onceguard-stats");
         t.setDaemon(true);
         return t;
       });
-      statsLog.scheduleAtFixedRate(() -> {
+      opsTimer.scheduleAtFixedRate(() -> {
         String s = metrics.snapshot();
         if (!s.isEmpty()) {
           log.info("verdicts so far: {}", s);
@@ -177,15 +209,23 @@ public final class Main implements Runnable {
       // hook (which halts the JVM): the producer, pools and clients close on SIGTERM too
       Sidecar sidecar = new Sidecar(cfg, runtime.processors(metrics), runtime.services());
       sidecar.registerGauges(metrics);
+      facts.sidecar(sidecar);
+      opsTimer.scheduleWithFixedDelay(() -> {
+        try {
+          sidecar.routeReadiness(probes.readiness());
+        } catch (RuntimeException e) {
+          log.warn("route readiness check failed (retried in {}): {}", ROUTE_HEALTH_EVERY, e.toString());
+        }
+      }, ROUTE_HEALTH_EVERY.toMillis(), ROUTE_HEALTH_EVERY.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
       return runUntilStopped(sidecar, err, () -> {
-        statsLog.shutdownNow();
+        opsTimer.shutdownNow();
         try {
           runtime.close();
         } catch (RuntimeException e) {
           log.warn("closing the guard's resources failed: {}", e.toString());
         }
         log.info("final verdict counts: {}", metrics.snapshot());
-        metrics.close();
+        closeOps.run();
       });
     }
 

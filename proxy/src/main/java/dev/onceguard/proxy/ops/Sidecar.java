@@ -37,11 +37,13 @@ import org.slf4j.LoggerFactory;
  * The running sidecar: per route a {@link Dispatcher}, a {@link RecordProcessor} (from the
  * {@link ProcessorFactory}) and a {@link RouteConsumer}; and a gRPC server on
  * {@code sidecar.grpc-listen} serving the standard {@code grpc.health.v1.Health} service (overall
- * service name {@code ""}) plus any extra services given.
+ * service name {@code ""}, and one per route name) plus any extra services given.
  *
- * <p>Readiness: {@code NOT_SERVING} until every route consumer has started, then {@code SERVING};
- * back to {@code NOT_SERVING} first thing on {@link #close()} (before draining, so traffic and
- * orchestrators see it early) and as soon as any route consumer fails.
+ * <p>Readiness: the overall service is {@code NOT_SERVING} until every route consumer has started,
+ * then {@code SERVING}; back to {@code NOT_SERVING} first thing on {@link #close()} (before
+ * draining, so traffic and orchestrators see it early) and as soon as any route consumer fails. A
+ * route's service is {@code SERVING} only while the last {@link Probes#readiness()} report given
+ * to {@link #routeReadiness} passed for that route, and {@code NOT_SERVING} from {@link #close()} on.
  *
  * <p>Threading: {@link #start()} and {@link #close()} are synchronized and blocking; the other
  * methods may be called from any thread. Ownership: creates and closes everything it starts
@@ -68,6 +70,10 @@ public final class Sidecar implements AutoCloseable {
   private State state = State.NEW;
   private ExecutorScheduler scheduler;
   private volatile Server server;
+  /** Set once every route consumer started; read by probes. */
+  private volatile boolean consuming;
+  /** Set first thing in {@link #close()}; route health is written only while false, under {@link #health}. */
+  private volatile boolean closing;
 
   public Sidecar(SidecarConfig config, ProcessorFactory processors) {
     this(config, processors, List.of());
@@ -95,6 +101,7 @@ public final class Sidecar implements AutoCloseable {
     state = State.STARTED;
     try {
       health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+      config.routes().forEach(rc -> health.setStatus(rc.name(), ServingStatus.NOT_SERVING));
       server = startServer();
       scheduler = new ExecutorScheduler("onceguard-timer");
       DeliveryIds ids = DeliveryIds.random();
@@ -113,6 +120,7 @@ public final class Sidecar implements AutoCloseable {
         });
       }
       health.setStatus(HEALTH_SERVICE, ServingStatus.SERVING);
+      consuming = true;
       log.info("sidecar {} started: {} route(s), gRPC on {}:{}", config.instanceId(), routes.size(),
           hostOf(config.grpcListen()), server.getPort());
     } catch (IOException | RuntimeException e) {
@@ -159,8 +167,52 @@ public final class Sidecar implements AutoCloseable {
 
   private void routeFailed(RouteConfig rc, Throwable e) {
     health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+    health.setStatus(rc.name(), ServingStatus.NOT_SERVING);
     log.error("route {} stopped after a failure; readiness is NOT_SERVING", rc.name());
     failure.complete(e);
+  }
+
+  /** True once every route consumer has started (until close). Any thread. */
+  public boolean consuming() {
+    return consuming && !closing;
+  }
+
+  /** True from the start of {@link #close()} on: readiness is off, the routes drain. Any thread. */
+  public boolean draining() {
+    return closing;
+  }
+
+  /** The route's consumer now, or {@code null} when it is not running. Any thread. */
+  public ProbeFacts.RouteFacts routeFacts(String route) {
+    RouteConsumer c = consumers.get(route);
+    if (c == null) {
+      return null;
+    }
+    java.util.concurrent.CompletableFuture<Void> t = c.terminated().toCompletableFuture();
+    Throwable failure = null;
+    if (t.isCompletedExceptionally()) {
+      try {
+        t.join();
+      } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+        failure = e.getCause() == null ? e : e.getCause();
+      }
+    }
+    return new ProbeFacts.RouteFacts(c.inGroup(), c.assignedPartitions(), c.lastTurnAtMillis(), failure);
+  }
+
+  /**
+   * Sets each route's gRPC health service from {@code report}: {@code SERVING} when the route is
+   * ready ({@link Probes.Report#routeOk}). Ignored once closing. Any thread.
+   */
+  public void routeReadiness(Probes.Report report) {
+    synchronized (health) {
+      if (closing) {
+        return;
+      }
+      for (RouteConfig rc : config.routes()) {
+        health.setStatus(rc.name(), report.routeOk(rc.name()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+      }
+    }
   }
 
   /** The port the gRPC server is bound to (useful when the configuration says port 0). */
@@ -226,12 +278,18 @@ public final class Sidecar implements AutoCloseable {
    */
   @Override
   public synchronized void close() {
+    synchronized (health) {
+      closing = true;
+      if (state == State.STARTED) {
+        health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
+        config.routes().forEach(rc -> health.setStatus(rc.name(), ServingStatus.NOT_SERVING));
+      }
+    }
     if (state != State.STARTED) {
       state = State.CLOSED;
       return;
     }
     state = State.CLOSED;
-    health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
     log.info("sidecar stopping: readiness NOT_SERVING, draining {} route(s) (up to {})", routes.size(), config.shutdownTimeout());
     closeResources();
     log.info("sidecar stopped");

@@ -149,6 +149,9 @@ public final class RouteConsumer implements AutoCloseable {
   private volatile int statHeld;
   private volatile int statPaused;
   private volatile Map<TopicPartition, PartitionStat> statPartitions = Map.of();
+  /** For probes: when the poll loop last began a turn (clock millis), and whether the group assigned us (even nothing). */
+  private volatile long lastTurnAt;
+  private volatile boolean inGroup;
 
   // ---- poll-thread state
   private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
@@ -184,6 +187,7 @@ public final class RouteConsumer implements AutoCloseable {
     if (!started.compareAndSet(false, true)) {
       throw new IllegalStateException("route " + settings.route() + ": already started");
     }
+    lastTurnAt = clock.nowMillis();
     thread.start();
   }
 
@@ -225,6 +229,28 @@ public final class RouteConsumer implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /**
+   * When the poll loop last began a turn (clock millis; the start time before its first). A loop
+   * that is not wedged turns at least every {@link #MAX_POLL_WAIT} plus the time of a commit or a
+   * rebalance callback; it stops turning while it drains at shutdown. Any thread.
+   */
+  public long lastTurnAtMillis() {
+    return lastTurnAt;
+  }
+
+  /**
+   * True once the consumer joined its group and got an assignment, possibly empty (more instances
+   * than partitions), until the assignment is lost. Any thread.
+   */
+  public boolean inGroup() {
+    return inGroup;
+  }
+
+  /** Partitions assigned, as of the poll loop's last turn. Any thread. */
+  public int assignedPartitions() {
+    return statPartitions.size();
   }
 
   /** Records started and not finished (parked ones included), as of the poll loop's last turn. Any thread. */
@@ -271,6 +297,7 @@ public final class RouteConsumer implements AutoCloseable {
           settings.route(), settings.topics(), settings.maxInFlightPerPartition(), settings.maxInFlight(),
           settings.maxUncommittedPerPartition());
       while (!stopRequested) {
+        lastTurnAt = clock.nowMillis();
         wakeupRequested.set(false);
         drainCompletions();
         startDueRetries();
@@ -294,6 +321,7 @@ public final class RouteConsumer implements AutoCloseable {
       drain.abandon(List.copyOf(partitions.keySet()));
     } finally {
       closeConsumer();
+      inGroup = false;
       if (failure == null) {
         log.info("route {}: stopped", settings.route());
         terminated.complete(null);
@@ -542,6 +570,8 @@ public final class RouteConsumer implements AutoCloseable {
   private final class Rebalance implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+      // called after every join, also with nothing assigned
+      inGroup = true;
       for (TopicPartition tp : assigned) {
         partitions.put(tp, new PartitionWork(tp, commits.assigned(tp)));
       }
@@ -567,6 +597,7 @@ public final class RouteConsumer implements AutoCloseable {
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> lost) {
+      inGroup = false;
       List<TopicPartition> ours = lost.stream().filter(partitions::containsKey).toList();
       if (!ours.isEmpty()) {
         drain.lose(ours);

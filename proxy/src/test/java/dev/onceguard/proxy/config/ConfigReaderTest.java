@@ -370,6 +370,30 @@ class ConfigReaderTest {
     assertRejected(REFERENCE.substring(0, REFERENCE.indexOf("routes:"))).hasMessageStartingWith("routes: at least one route");
   }
 
+  // ------------------------------------------------------------------------- admin listener
+
+  @Test
+  void adminListen_unsetByDefault_setIsKept() {
+    assertThat(parse(REFERENCE).adminListen()).isNull();
+    assertThat(parse(variant("  instance-id: og-test-1\n", "  instance-id: og-test-1\n  admin-listen: 0.0.0.0:9401\n")).adminListen())
+        .isEqualTo("0.0.0.0:9401");
+  }
+
+  @Test
+  void adminListen_notHostPort_errorNamesSetting() {
+    assertRejected(variant("  instance-id: og-test-1\n", "  instance-id: og-test-1\n  admin-listen: 9401\n"))
+        .hasMessageStartingWith("sidecar.admin-listen: '9401' is not host:port");
+    assertRejected(variant("  instance-id: og-test-1\n", "  instance-id: og-test-1\n  admin-listen: 0.0.0.0:99999\n"))
+        .hasMessageStartingWith("sidecar.admin-listen: '0.0.0.0:99999' is not host:port (port 0 to 65535)");
+  }
+
+  @Test
+  void adminListen_sameAsMetricsListen_errorNamesBothSettings() {
+    assertRejected(variant("  instance-id: og-test-1\n",
+        "  instance-id: og-test-1\n  metrics-listen: 0.0.0.0:9400\n  admin-listen: 0.0.0.0:9400\n"))
+        .hasMessageStartingWith("sidecar.admin-listen: '0.0.0.0:9400' is also sidecar.metrics-listen");
+  }
+
   // ------------------------------------------------------------------------- value formats
 
   @Test
