@@ -57,7 +57,11 @@ public final class KafkaSupport implements AutoCloseable {
 
   /** Creates {@code <prefix>-<random>} with {@code partitions} partitions and waits until it exists. */
   public String createTopic(String prefix, int partitions) {
-    String name = prefix + "-" + ItEnv.uniqueSuffix();
+    return createTopicNamed(prefix + "-" + ItEnv.uniqueSuffix(), partitions);
+  }
+
+  /** Creates exactly {@code name} (deleted on close) and waits until it exists. */
+  public String createTopicNamed(String name, int partitions) {
     get(admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all());
     created.add(name);
     return name;

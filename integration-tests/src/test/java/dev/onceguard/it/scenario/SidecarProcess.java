@@ -102,7 +102,7 @@ final class SidecarProcess implements AutoCloseable {
       if (!process.isAlive()) {
         throw new AssertionError(name + " exited with " + process.exitValue() + " before serving; its log:\n" + tail());
       }
-      if (health() == ServingStatus.SERVING) {
+      if (health("") == ServingStatus.SERVING) {
         return;
       }
       TimeUnit.MILLISECONDS.sleep(200);
@@ -110,11 +110,12 @@ final class SidecarProcess implements AutoCloseable {
     throw new AssertionError(name + " not SERVING within " + timeout + "; its log:\n" + tail());
   }
 
-  private ServingStatus health() throws InterruptedException {
+  /** The gRPC health status of {@code service} ({@code ""}: the sidecar; a route name: that route); UNKNOWN if unreachable. */
+  ServingStatus health(String service) throws InterruptedException {
     ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcPort, InsecureChannelCredentials.create()).build();
     try {
       return HealthGrpc.newBlockingStub(ch).withDeadlineAfter(1, TimeUnit.SECONDS)
-          .check(HealthCheckRequest.newBuilder().setService("").build()).getStatus();
+          .check(HealthCheckRequest.newBuilder().setService(service).build()).getStatus();
     } catch (RuntimeException notYet) {
       return ServingStatus.UNKNOWN;
     } finally {
@@ -129,6 +130,11 @@ final class SidecarProcess implements AutoCloseable {
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       throw new AssertionError(name + " survived SIGKILL for 30 s");
     }
+  }
+
+  /** SIGTERM, without waiting: the process drains, then exits. */
+  void signalStop() {
+    process.destroy();
   }
 
   /** SIGTERM, then the exit code once it drained (or an error after {@code timeout}). */

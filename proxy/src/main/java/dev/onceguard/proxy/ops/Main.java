@@ -149,7 +149,7 @@ public final class Main implements Runnable {
         return EXIT_FAILURE;
       }
       if (admin != null) {
-        log.info("admin HTTP on {} (port {}): /healthz, /readyz, /metrics", cfg.adminListen(), admin.port());
+        log.info("admin HTTP on {} (bound port {}): /healthz, /readyz, /metrics", cfg.adminListen(), admin.port());
       }
       Runnable closeOps = () -> {
         if (admin != null) {

@@ -172,9 +172,9 @@ public final class Sidecar implements AutoCloseable {
     failure.complete(e);
   }
 
-  /** True once every route consumer has started (until close). Any thread. */
+  /** True once every route consumer has started (also while draining afterwards). Any thread. */
   public boolean consuming() {
-    return consuming && !closing;
+    return consuming;
   }
 
   /** True from the start of {@link #close()} on: readiness is off, the routes drain. Any thread. */
