@@ -3,8 +3,6 @@ package dev.onceguard.proxy.ops;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.onceguard.proxy.config.ConfigReader;
-import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.ops.ProbeFacts.RouteFacts;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -13,23 +11,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class AdminServerTest {
-  private static final SidecarConfig CONFIG = new ConfigReader(Map.of()).parse("""
-      kafka: {bootstrap-servers: 'kafka:9092'}
-      mysql: {database: og}
-      routes:
-        - name: orders
-          topics: [orders]
-          business-key: [/id]
-          target: 127.0.0.1:7000
-      """, "admin-test.yaml");
-
   private final FakeProbeFacts facts = new FakeProbeFacts();
   private final HttpClient http = HttpClient.newHttpClient();
   private AdminServer server;
@@ -37,7 +24,8 @@ class AdminServerTest {
   @BeforeEach
   void start() throws IOException {
     facts.route("orders", new RouteFacts(true, 1, System.currentTimeMillis(), null));
-    Probes probes = new Probes(CONFIG, facts, System::currentTimeMillis, Duration.ofSeconds(60), Duration.ofSeconds(5));
+    facts.route("payments", new RouteFacts(true, 1, System.currentTimeMillis(), null));
+    Probes probes = new Probes(ProbesTest.CONFIG, facts, System::currentTimeMillis, Duration.ofSeconds(60), Duration.ofSeconds(5));
     server = AdminServer.start("127.0.0.1:0", probes, () -> "# TYPE test_metric gauge\ntest_metric 1.0\n");
   }
 

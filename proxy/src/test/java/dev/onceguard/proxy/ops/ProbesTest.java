@@ -15,7 +15,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class ProbesTest {
-  private static final SidecarConfig CONFIG = new ConfigReader(Map.of()).parse("""
+  /** Two routes: {@code orders} (default group and escalation topic, a verdict topic) and {@code payments}. */
+  static final SidecarConfig CONFIG = new ConfigReader(Map.of()).parse("""
       kafka: {bootstrap-servers: 'kafka:9092'}
       mysql: {database: og}
       routes:
