@@ -217,13 +217,21 @@ class GuardIT {
     Verdict cached = apply(g, "orders", order(id, "prepare", "W1", "m-resent-1"));
     assertThat(cached.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
     assertThat(cached.getReason()).isEqualTo(Reason.CACHE_HIT);
+    assertThat(cached.hasOriginalAgeMs()).as("L1 keeps when the original was confirmed").isTrue();
+    assertThat(cached.getOriginalAgeMs()).isBetween(0L, 60_000L);
 
     // nine days later the idempotency key is gone
     assertThat(fx.flushRedis()).isGreaterThan(0);
+    long nineDays = java.time.Duration.ofDays(9).toMillis();
+    fx.clock.advance(nineDays);
     Verdict late = apply(g, "orders", order(id, "prepare", "W1", "m-resent-9-days-later"));
     assertThat(late.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
     assertThat(late.getLayer()).isEqualTo(Layer.LEDGER);
     assertThat(late.getReason()).isEqualTo(Reason.LEDGER_HIT);
+    assertThat(late.getOriginalAgeMs()).as("age from the ledger row's confirmation").isBetween(nineDays, nineDays + 60_000L);
+    g.record(late, new Source("orders", 0, 1)).toCompletableFuture().join();
+    assertThat(fx.scalar("SELECT original_age_ms FROM og_decision WHERE dedup_key = ? AND reason = 'LEDGER_HIT'", late.getDedupKey()))
+        .as("the decision log keeps the age too (ttl-advice --from-db reads it)").isEqualTo(late.getOriginalAgeMs());
     assertThat(entityState(id)).isEqualTo("to_ship");
     assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(3);
   }

@@ -3,6 +3,7 @@ package dev.onceguard.it.guard;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.onceguard.proxy.config.SidecarConfig.RedisConfig;
+import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
 import java.io.File;
@@ -50,14 +51,14 @@ class RedisClusterIT {
       awaitConnected(cache);
       int n = 300;
       for (int i = 0; i < n; i++) {
-        cache.remember("orders", "key-" + i, "fp-" + i, Duration.ofMinutes(5)).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        cache.remember("orders", "key-" + i, "fp-" + i, 1_000L + i, Duration.ofMinutes(5)).toCompletableFuture().get(5, TimeUnit.SECONDS);
       }
       for (int i = 0; i < n; i++) {
         assertThat(cache.seen("orders", "key-" + i, "fp-" + i).toCompletableFuture().get(5, TimeUnit.SECONDS))
-            .as("key-%d found with its fingerprint", i).isTrue();
+            .as("key-%d found with its fingerprint and confirmation time", i).isEqualTo(new IdempotencyCache.Hit(1_000L + i));
       }
       assertThat(cache.seen("orders", "key-7", "another-fingerprint").toCompletableFuture().get(5, TimeUnit.SECONDS))
-          .as("same key, other content: not a hit").isFalse();
+          .as("same key, other content: not a hit").isNull();
       assertThat(cache.failures()).isZero();
       long total = 0;
       for (int port : ports) {
@@ -71,7 +72,7 @@ class RedisClusterIT {
       nodes.get(2).destroyForcibly().waitFor(5, TimeUnit.SECONDS);
       int found = 0;
       for (int i = 0; i < n; i++) {
-        if (cache.seen("orders", "key-" + i, "fp-" + i).toCompletableFuture().get(10, TimeUnit.SECONDS)) {
+        if (cache.seen("orders", "key-" + i, "fp-" + i).toCompletableFuture().get(10, TimeUnit.SECONDS) != null) {
           found++;
         }
       }

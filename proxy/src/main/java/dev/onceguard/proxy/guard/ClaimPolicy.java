@@ -74,8 +74,8 @@ final class ClaimPolicy {
               + "): the configured business key does not identify the record; add the missing field")));
     }
     if (row.done()) {
-      return done(new ClaimResult.Rejected(Verdicts.duplicate(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,
-          "already confirmed from " + row.source())));
+      return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,
+          "already confirmed from " + row.source(), a.nowMillis(), row.originalAtMillis())));
     }
     boolean sameSource = row.sourceTopic().equals(a.source().topic()) && row.sourcePartition() == a.source().partition()
         && row.sourceOffset() == a.source().offset();
@@ -96,8 +96,8 @@ final class ClaimPolicy {
           retryAt, Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
     }
     if (row.live() && !sameSource) {
-      return done(new ClaimResult.Rejected(Verdicts.duplicate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
-          "in flight from " + row.source() + " (owner " + row.owner() + ")")));
+      return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
+          "in flight from " + row.source() + " (owner " + row.owner() + ")", a.nowMillis(), row.originalAtMillis())));
     }
     if (row.live()) {
       if (ours) {
@@ -164,8 +164,9 @@ final class ClaimPolicy {
         + "' leads to '" + ev.to() + "'";
     for (LedgerRow r : applied) {
       if (r.fingerprint().equals(a.extracted().fingerprint())) {
-        return new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
-            where + ", applied by the same content from " + r.source() + " (business key " + r.businessKey() + ")"));
+        return new ClaimResult.Rejected(Verdicts.duplicateOf(vb, Layer.STATE_MACHINE, Reason.ALREADY_APPLIED,
+            where + ", applied by the same content from " + r.source() + " (business key " + r.businessKey() + ")", a.nowMillis(),
+            r.originalAtMillis()));
       }
     }
     if (applied.isEmpty()) {

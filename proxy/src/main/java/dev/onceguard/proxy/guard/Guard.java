@@ -112,10 +112,10 @@ public final class Guard implements AutoCloseable {
   /** L1, then the claim. */
   public CompletionStage<ClaimResult> claim(RouteConfig route, ExtractedEvent e, Source source) {
     return cache.seen(route.name(), e.dedupKey(), e.fingerprint()).thenCompose(hit -> {
-      if (hit) {
+      if (hit != null) {
         Verdict.Builder vb = Verdicts.base(route.name(), e);
-        return CompletableFuture.completedFuture(
-            new ClaimResult.Rejected(Verdicts.duplicate(vb, Layer.CACHE, Reason.CACHE_HIT, "dedup key confirmed earlier (L1)")));
+        return CompletableFuture.completedFuture(new ClaimResult.Rejected(Verdicts.duplicateOf(vb, Layer.CACHE, Reason.CACHE_HIT,
+            "dedup key confirmed earlier (L1)", clock.nowMillis(), hit.confirmedAtMillis())));
       }
       return claimInStore(route, e, source);
     });
@@ -238,14 +238,15 @@ public final class Guard implements AutoCloseable {
    * lost meanwhile (its lease expired and another owner took it over): that owner finishes it.
    */
   public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim) {
-    return retryingContention(() -> store.confirm(claim, clock.nowMillis()), 1).thenCompose(ok -> {
+    long now = clock.nowMillis();
+    return retryingContention(() -> store.confirm(claim, now), 1).thenCompose(ok -> {
       release(claim);
       if (!ok) {
         log.warn("route={} key={} entity={}: claim lost before confirm (lease expired and taken over); the new owner finishes it",
             claim.route(), claim.dedupKey(), claim.entityId());
         return CompletableFuture.completedFuture(false);
       }
-      return cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), route.redisTtl()).thenApply(x -> true);
+      return cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl()).thenApply(x -> true);
     });
   }
 

@@ -50,6 +50,17 @@ public final class Verdicts {
     return of(b, Disposition.DUPLICATE_IGNORE, l, r, detail);
   }
 
+  /**
+   * A duplicate of an original confirmed (or claimed) at {@code originalAtMillis}; {@code null} if
+   * that time is not known. The age answers "how late do duplicates come", which sizes the L1 TTL.
+   */
+  public static Verdict duplicateOf(Verdict.Builder b, Layer l, Reason r, String detail, long nowMillis, Long originalAtMillis) {
+    if (originalAtMillis != null && originalAtMillis >= 0) {
+      b.setOriginalAgeMs(Math.max(0, nowMillis - originalAtMillis));
+    }
+    return duplicate(b, l, r, detail);
+  }
+
   public static Verdict escalate(Verdict.Builder b, Layer l, Reason r, String detail) {
     return of(b, Disposition.ILLEGAL_TRANSITION_ESCALATE, l, r, detail);
   }

@@ -12,14 +12,28 @@ import java.util.concurrent.CompletionStage;
 public interface IdempotencyCache extends AutoCloseable {
 
   /**
-   * True if the key was confirmed before with this same content fingerprint (and the cache still
-   * has it). A key cached with another fingerprint is not a hit: the ledger must see that record
-   * to escalate the collision (an under-specified key, incident 2), never the cache swallow it.
+   * A key found confirmed in the cache.
+   *
+   * @param confirmedAtMillis when it was confirmed (the confirming sidecar's clock), or
+   *     {@link #UNKNOWN_TIME} if the entry does not say
    */
-  CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint);
+  record Hit(long confirmedAtMillis) {
+    public static final long UNKNOWN_TIME = -1;
+  }
 
-  /** Records a confirmed key for {@code ttl}. Call only after the ledger confirm committed. */
-  CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl);
+  /**
+   * The hit if the key was confirmed before with this same content fingerprint (and the cache
+   * still has it), else {@code null}. A key cached with another fingerprint is not a hit: the
+   * ledger must see that record to escalate the collision (an under-specified key, incident 2),
+   * never the cache swallow it.
+   */
+  CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint);
+
+  /**
+   * Records a key confirmed at {@code confirmedAtMillis}, for {@code ttl}. Call only after the
+   * ledger confirm committed.
+   */
+  CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl);
 
   @Override
   void close();
@@ -27,12 +41,12 @@ public interface IdempotencyCache extends AutoCloseable {
   /** A cache that never hits: L1 disabled. */
   IdempotencyCache DISABLED = new IdempotencyCache() {
     @Override
-    public CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint) {
-      return CompletableFuture.completedFuture(false);
+    public CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint) {
+      return CompletableFuture.completedFuture(null);
     }
 
     @Override
-    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl) {
+    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
       return CompletableFuture.completedFuture(null);
     }
 

@@ -10,6 +10,8 @@ package dev.onceguard.proxy.store;
  * @param leaseLeftMillis lease end minus the database's now; {@code null} if there is no lease
  * @param ownerLeftMillis the owner's heartbeat expiry minus the database's now; {@code null} if the
  *     owner has no heartbeat row (it never heartbeats, or the row was purged): then only the lease counts
+ * @param originalAtMillis when the row was confirmed, or claimed if it is not (the claiming
+ *     sidecar's clock); {@code null} if not read. A duplicate's age is measured from it.
  */
 public record LedgerRow(
     String route,
@@ -26,7 +28,8 @@ public record LedgerRow(
     String toState,
     int attempts,
     Long leaseLeftMillis,
-    Long ownerLeftMillis) {
+    Long ownerLeftMillis,
+    Long originalAtMillis) {
 
   public boolean done() {
     return "DONE".equals(status);

@@ -96,7 +96,11 @@ public final class Migrations {
                 + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
             // a rejected record's row is kept (status REJECTED) so that its replay is flagged; the
             // applied-row lookup after a lost CAS reads rows by entity and event
-            "ALTER TABLE " + p + "ledger ADD KEY " + p + "ledger_entity_event (entity_id(64), event), DROP KEY " + p + "ledger_entity"));
+            "ALTER TABLE " + p + "ledger ADD KEY " + p + "ledger_entity_event (entity_id(64), event), DROP KEY " + p + "ledger_entity"),
+        List.of(
+            // a duplicate's time since its original was confirmed: what `ttl-advice --from-db` reads
+            "ALTER TABLE " + p + "decision ADD COLUMN original_age_ms BIGINT NULL",
+            "ALTER TABLE " + p + "decision ADD KEY " + p + "decision_route_at (route, at_ms)"));
   }
 
   /** Applies missing versions; returns the schema version afterwards. Blocks. */

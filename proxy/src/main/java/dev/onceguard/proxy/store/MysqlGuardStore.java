@@ -387,12 +387,12 @@ public final class MysqlGuardStore implements GuardStore {
 
   private static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
       + " l.lease_until, l.source_topic, l.source_partition, l.source_offset, l.from_state, l.to_state, l.attempts,"
-      + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS;
+      + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS + ", COALESCE(l.completed_at, l.created_at)";
 
   private static LedgerRow ledgerRow(ResultSet r) throws SQLException {
     return new LedgerRow(r.getString(1), r.getString(2), r.getString(3), r.getString(4), r.getString(5), r.getString(6),
         Db.longOrNull(r, 7), r.getString(8), r.getInt(9), r.getLong(10), r.getString(11), r.getString(12), r.getInt(13),
-        Db.longOrNull(r, 14), Db.longOrNull(r, 15));
+        Db.longOrNull(r, 14), Db.longOrNull(r, 15), Db.longOrNull(r, 16));
   }
 
   /** The row that refused an INSERT; {@link ClaimOutcome.Retry} if it is gone already. */
@@ -701,19 +701,19 @@ public final class MysqlGuardStore implements GuardStore {
   private CompletionStage<List<Boolean>> decisionGroup(List<DecisionEntry> group) {
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(decision)
         .append(" (at_ms, route, dedup_key, entity_id, event, disposition, layer, reason, detail, current_state, current_version,"
-            + " source_topic, source_partition, source_offset) VALUES ");
-    List<Object> args = new ArrayList<>(group.size() * 14);
+            + " source_topic, source_partition, source_offset, original_age_ms) VALUES ");
+    List<Object> args = new ArrayList<>(group.size() * 15);
     for (int i = 0; i < group.size(); i++) {
       DecisionEntry d = group.get(i);
       Verdict v = d.verdict();
       Source s = d.source();
       String detail = v.getDetail().length() > 1000 ? v.getDetail().substring(0, 999) + "…" : v.getDetail();
-      sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       args.addAll(Arrays.asList(d.nowMillis(), v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()),
           emptyToNull(v.getEvent()), v.getDisposition().name(), v.getLayer().name(), v.getReason().name(), detail,
           emptyToNull(v.getCurrentState()), v.getCurrentState().isEmpty() ? Db.NULL_LONG : v.getCurrentVersion(),
           s == null ? Db.NULL_STRING : s.topic(), s == null ? Db.NULL_INT : s.partition(),
-          s == null ? Db.NULL_LONG : s.offset()));
+          s == null ? Db.NULL_LONG : s.offset(), v.hasOriginalAgeMs() ? v.getOriginalAgeMs() : Db.NULL_LONG));
     }
     List<Boolean> done = Collections.nCopies(group.size(), true);
     return db.autocommit(c -> {
@@ -810,6 +810,10 @@ public final class MysqlGuardStore implements GuardStore {
     Long ver = Db.longOrNull(r, "current_version");
     if (ver != null) {
       v.setCurrentVersion(ver);
+    }
+    Long age = Db.longOrNull(r, "original_age_ms");
+    if (age != null) {
+      v.setOriginalAgeMs(age);
     }
     Decision.Builder d = Decision.newBuilder().setAtMs(r.getLong("at_ms")).setVerdict(v);
     setIf(r.getString("source_topic"), d::setSourceTopic);

@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
  * interval, not one per record. An outage is logged once when it starts and once when it ends.
  *
  * <p>Keys are {@code <key-prefix><route>:<dedup key>}; the value is the record's fingerprint, so
- * that a hit is only a hit for the same content. Only single-key GET and SET are used, so a Redis
+ * that a hit is only a hit for the same content, and when it was confirmed
+ * ({@code <fingerprint>@<epoch ms>}), so that a hit tells the duplicate's age. Only single-key GET and SET are used, so a Redis
  * Cluster ({@code redis.mode: cluster}) works the same way: lettuce's cluster client sends each key
  * to the node that owns its slot, follows MOVED/ASK redirects and refreshes the topology when it
  * changes. The client and its one connection are created here and closed by {@link #close()}
@@ -151,10 +152,10 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   }
 
   @Override
-  public CompletionStage<Boolean> seen(String route, String dedupKey, String fingerprint) {
+  public CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint) {
     RedisStringAsyncCommands<String, String> c = usable();
     if (c == null) {
-      return CompletableFuture.completedFuture(false);
+      return CompletableFuture.completedFuture(null);
     }
     try {
       return c.get(key(route, dedupKey)).toCompletableFuture()
@@ -162,30 +163,52 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
           .handle((v, e) -> {
             if (e != null) {
               failed("GET", e);
-              return false;
+              return null;
             }
             healthy();
-            if (fingerprint.equals(v)) {
+            Hit hit = parse(v, fingerprint);
+            if (hit != null) {
               hits.incrementAndGet();
-              return true;
+            } else {
+              misses.incrementAndGet();
             }
-            misses.incrementAndGet();
-            return false;
+            return hit;
           });
     } catch (RuntimeException e) {
       failed("GET", e);
-      return CompletableFuture.completedFuture(false);
+      return CompletableFuture.completedFuture(null);
+    }
+  }
+
+  /**
+   * A hit if {@code value} holds {@code fingerprint}: {@code <fingerprint>@<confirmed at>}, or the
+   * fingerprint alone (entries written before the time was kept: a hit of unknown age).
+   */
+  static Hit parse(String value, String fingerprint) {
+    if (value == null || !value.startsWith(fingerprint)) {
+      return null;
+    }
+    if (value.length() == fingerprint.length()) {
+      return new Hit(Hit.UNKNOWN_TIME);
+    }
+    if (value.charAt(fingerprint.length()) != '@') {
+      return null;
+    }
+    try {
+      return new Hit(Long.parseLong(value, fingerprint.length() + 1, value.length(), 10));
+    } catch (NumberFormatException e) {
+      return new Hit(Hit.UNKNOWN_TIME);
     }
   }
 
   @Override
-  public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, Duration ttl) {
+  public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
     RedisStringAsyncCommands<String, String> c = usable();
     if (c == null) {
       return CompletableFuture.completedFuture(null);
     }
     try {
-      return c.set(key(route, dedupKey), fingerprint, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
+      return c.set(key(route, dedupKey), fingerprint + "@" + confirmedAtMillis, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {

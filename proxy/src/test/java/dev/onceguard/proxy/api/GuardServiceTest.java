@@ -107,7 +107,7 @@ class GuardServiceTest {
     store.claimAnswers.add(CompletableFuture.completedFuture(new ClaimOutcome.LedgerConflict(new LedgerRow("orders",
         first.extracted().dedupKey(), first.extracted().businessKey(), first.extracted().fingerprint(), "PENDING", "owner-1",
         1_000 + LEASE.toMillis(), first.source().topic(), first.source().partition(), first.source().offset(), null, null, 1,
-        5_000L, null))));
+        5_000L, null, null))));
     acceptedToken("r1");
     assertThat(store.takeOvers).hasSize(1);
   }

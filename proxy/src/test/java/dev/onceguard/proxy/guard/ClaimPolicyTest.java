@@ -30,6 +30,8 @@ class ClaimPolicyTest {
   private static final String OTHER = "owner-other";
   private static final Source SOURCE = new Source("orders", 3, 41L);
   private static final String FP = "fp-this";
+  /** When the rows in these tests were confirmed (or claimed): 90 s before NOW. */
+  private static final long ORIGINAL_AT = NOW - 90_000L;
 
   /** created → paid → to_ship → shipped → delivered, cancel from the first three. */
   private static final StateMachine ORDER = new StateMachine(OrderRoute.MACHINE);
@@ -46,7 +48,7 @@ class ClaimPolicyTest {
   /** A ledger row of key-1 claimed for {@code from}. */
   private static LedgerRow row(String status, String fingerprint, String owner, Source from, Long leaseLeft, Long ownerLeft) {
     return new LedgerRow("orders", "key-1", "order_id=o-1", fingerprint, status, owner, 5_000L, from.topic(), from.partition(),
-        from.offset(), "to_ship", "shipped", 1, leaseLeft, ownerLeft);
+        from.offset(), "to_ship", "shipped", 1, leaseLeft, ownerLeft, ORIGINAL_AT);
   }
 
   private static LedgerRow pending(String owner, Source from, Long leaseLeft, Long ownerLeft) {
@@ -119,6 +121,7 @@ class ClaimPolicyTest {
     assertThat(v.getLayer()).isEqualTo(Layer.LEDGER);
     assertThat(v.getReason()).isEqualTo(Reason.LEDGER_HIT);
     assertThat(v.getDetail()).contains("orders/1@7");
+    assertThat(v.getOriginalAgeMs()).as("time since the original was confirmed").isEqualTo(90_000L);
   }
 
   @ParameterizedTest(name = "ownAttemptActive={0}")
@@ -350,7 +353,7 @@ class ClaimPolicyTest {
 
   private static LedgerRow done(String dedupKey, String businessKey, String fingerprint, Source from) {
     return new LedgerRow("orders", dedupKey, businessKey, fingerprint, "DONE", OTHER, null, from.topic(), from.partition(),
-        from.offset(), "to_ship", "shipped", 1, null, null);
+        from.offset(), "to_ship", "shipped", 1, null, null, ORIGINAL_AT);
   }
 
   @Test
@@ -368,6 +371,7 @@ class ClaimPolicyTest {
     assertThat(v.getLayer()).isEqualTo(Layer.STATE_MACHINE);
     assertThat(v.getReason()).isEqualTo(Reason.ALREADY_APPLIED);
     assertThat(v.getDetail()).contains("orders/1@6").contains("batch=2");
+    assertThat(v.getOriginalAgeMs()).isEqualTo(90_000L);
     assertThat(v.getCurrentState()).isEqualTo("shipped");
     assertThat(v.getCurrentVersion()).isEqualTo(4);
     assertThat(v.hasApplied()).isFalse();

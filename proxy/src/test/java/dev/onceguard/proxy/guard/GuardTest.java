@@ -40,7 +40,7 @@ class GuardTest {
   /** The PENDING ledger row of the ship record, with this content. */
   private LedgerRow shipRow(String owner, Long leaseLeft, Long ownerLeft) {
     return new LedgerRow("orders", shipEvent.dedupKey(), shipEvent.businessKey(), shipEvent.fingerprint(), "PENDING", owner, T0 + 5,
-        "orders", 0, 41, "to_ship", "shipped", 1, leaseLeft, ownerLeft);
+        "orders", 0, 41, "to_ship", "shipped", 1, leaseLeft, ownerLeft, T0);
   }
 
   private static ClaimResult.Accepted accepted(CompletableFuture<ClaimResult> f) {
@@ -171,7 +171,7 @@ class GuardTest {
   void claim_casLostToAppliedTransition_readsAppliedRowsThenIgnoresSameContent() {
     store.entity("o-1", "delivered");
     LedgerRow applied = new LedgerRow("orders", "other-key", "order_id=o-1, resent", shipEvent.fingerprint(), "DONE", "owner-x", null,
-        "orders", 0, 7, "to_ship", "shipped", 1, null, null);
+        "orders", 0, 7, "to_ship", "shipped", 1, null, null, T0);
     store.appliedRows.add(reply(List.of(applied)));
 
     ClaimResult r = claimShip().join();

@@ -97,7 +97,7 @@ class GuardedProcessorTest {
   private static LedgerRow ourLiveRow(ClaimCommand cmd) {
     return new LedgerRow("orders", cmd.extracted().dedupKey(), cmd.extracted().businessKey(), cmd.extracted().fingerprint(), "PENDING",
         cmd.owner(), cmd.nowMillis() + 1_000, cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), "to_ship",
-        "shipped", 1, 1_000L, 3_000L);
+        "shipped", 1, 1_000L, 3_000L, cmd.nowMillis());
   }
 
 

@@ -1,0 +1,122 @@
+package dev.onceguard.proxy.ops;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.TreeSet;
+
+/**
+ * Turns the ages of duplicates that reached the ledger (how long after their original was
+ * confirmed they arrived) into advice on the L1 TTL: which share of them a longer TTL would have
+ * answered from Redis, and which share the current one should have answered already (those reached
+ * MySQL because Redis lost or skipped the key). Pure; the command supplies the ages.
+ */
+final class TtlAdvice {
+  /** TTLs the advice is given for, besides the route's own. */
+  static final List<Duration> CANDIDATES = List.of(Duration.ofHours(1), Duration.ofDays(1), Duration.ofDays(7), Duration.ofDays(14),
+      Duration.ofDays(30), Duration.ofDays(90));
+
+  private TtlAdvice() {}
+
+  /**
+   * @param agesMs ages of LEDGER_HIT duplicates, in milliseconds
+   * @param withoutAge LEDGER_HIT duplicates whose age was not recorded
+   * @param otherDuplicates duplicates L1 could not have answered whatever its TTL (in flight, re-sent
+   *     with another key)
+   * @param currentTtl the route's {@code redis-ttl}
+   * @param window how far back the decision log reaches
+   */
+  static String report(String route, long[] agesMs, long withoutAge, long otherDuplicates, Duration currentTtl, Duration window) {
+    StringBuilder out = new StringBuilder();
+    out.append(String.format(Locale.ROOT, "route '%s' (redis-ttl %s), decision log of the last %s:%n", route, human(currentTtl.toMillis()),
+        human(window.toMillis())));
+    if (agesMs.length == 0) {
+      out.append(String.format(Locale.ROOT, "  no duplicate reached the ledger with a recorded age (%d without one, %d that L1 could not"
+          + " answer: in flight or re-sent under another key); L1 answered every replay it could, or there were none%n", withoutAge,
+          otherDuplicates));
+      return out.toString();
+    }
+    long[] a = agesMs.clone();
+    Arrays.sort(a);
+    out.append(String.format(Locale.ROOT, "  %d duplicates missed L1 and were caught by the ledger (LEDGER_HIT); %d more had no recorded age,"
+        + " %d others L1 could not have answered (in flight, or re-sent under another key)%n", a.length, withoutAge, otherDuplicates));
+    out.append(String.format(Locale.ROOT, "  their age since the original was confirmed: p50 %s, p90 %s, p99 %s, max %s%n", human(pct(a, 50)),
+        human(pct(a, 90)), human(pct(a, 99)), human(a[a.length - 1])));
+    TreeSet<Duration> ttls = new TreeSet<>(CANDIDATES);
+    ttls.add(currentTtl);
+    List<String> parts = new ArrayList<>();
+    for (Duration ttl : ttls) {
+      parts.add(String.format(Locale.ROOT, "%s %s", human(ttl.toMillis()), share(covered(a, ttl), a.length)));
+    }
+    out.append("  an L1 TTL of ").append(String.join(", ", parts)).append(" would have answered that share of them from Redis")
+        .append(System.lineSeparator());
+    long within = covered(a, currentTtl);
+    if (within > 0) {
+      out.append(String.format(Locale.ROOT, "  %s of them came within the current TTL: Redis did not have the key (restart, eviction,"
+          + " an outage or its breaker), not the TTL%n", share(within, a.length)));
+    }
+    Duration enough = null;
+    for (Duration ttl : ttls) {
+      if (covered(a, ttl) * 100 >= 99L * a.length) {
+        enough = ttl;
+        break;
+      }
+    }
+    out.append(enough == null
+        ? String.format(Locale.ROOT, "  none of these TTLs covers 99%%: the ledger (which has no TTL) is what catches these; a TTL"
+            + " of at least %s would be needed%n", human(pct(a, 99)))
+        : String.format(Locale.ROOT, "  the shortest of these covering 99%% is %s; the ledger catches the rest whatever the TTL%n",
+            human(enough.toMillis())));
+    return out.toString();
+  }
+
+  /** How many ages are within {@code ttl}. */
+  private static long covered(long[] sorted, Duration ttl) {
+    long limit = ttl.toMillis();
+    int lo = 0;
+    int hi = sorted.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (sorted[mid] <= limit) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  /** The nearest-rank percentile. */
+  static long pct(long[] sorted, int p) {
+    int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+    return sorted[Math.max(0, rank - 1)];
+  }
+
+  private static String share(long n, long of) {
+    return String.format(Locale.ROOT, "%.1f%%", 100.0 * n / of);
+  }
+
+  /** 950 ms, 42 s, 17 min, 5.2 h, 9.4 d. */
+  static String human(long ms) {
+    if (ms < 1_000) {
+      return ms + " ms";
+    }
+    double s = ms / 1000.0;
+    if (s < 60) {
+      return trim(s) + " s";
+    }
+    if (s < 3600) {
+      return trim(s / 60) + " min";
+    }
+    if (s < 86_400) {
+      return trim(s / 3600) + " h";
+    }
+    return trim(s / 86_400) + " d";
+  }
+
+  private static String trim(double v) {
+    return v == Math.rint(v) ? Long.toString((long) v) : String.format(Locale.ROOT, "%.1f", v);
+  }
+}
