@@ -61,6 +61,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
+  /** What the counters read: a FunctionCounter holds its object weakly, and nothing else holds these. */
+  private final List<Supplier<Number>> counterSources = new CopyOnWriteArrayList<>();
   private HttpServer server;
 
   public Metrics() {
@@ -92,6 +94,7 @@ public final class Metrics implements VerdictListener, AutoCloseable {
    * @param tags label names and values, alternating, e.g. {@code "route", "orders"}
    */
   public void counter(String name, String description, Supplier<Number> value, String... tags) {
+    counterSources.add(value);
     FunctionCounter.builder(name, value, v -> v.get().doubleValue()).description(description).tags(tags).register(registry);
   }
 

@@ -74,6 +74,21 @@ class MetricsTest {
   }
 
   @Test
+  void counter_keepsReadingItsSource_afterGarbageCollection() {
+    AtomicLong trips = new AtomicLong(1);
+    try (Metrics m = new Metrics()) {
+      // the lambda is referenced by nothing but the metrics
+      m.counter("onceguard.mysql.round.trips", "test counter", () -> trips.get());
+      for (int i = 0; i < 5; i++) {
+        System.gc();
+      }
+      trips.set(42);
+
+      assertThat(ScrapeText.parse(m.scrape()).one("onceguard_mysql_round_trips_total").value()).isEqualTo(42.0);
+    }
+  }
+
+  @Test
   void gauge_isAGauge_withTheRouteLabel() {
     AtomicLong inFlight = new AtomicLong(7);
     try (Metrics m = new Metrics()) {
