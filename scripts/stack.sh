@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local test stack for OnceGuard: MariaDB + Redis (shared, usually already running on the
-# machine) and a private single-node KRaft Kafka broker per checkout (free ports, data under
-# .stack/ of this checkout).
+# machine), a private single-node KRaft Kafka broker per checkout (free ports, data under
+# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run
+# (installed from Debian's package if missing).
 #
 #   scripts/stack.sh up                      start what is missing, write .stack/env
 #   scripts/stack.sh down                    stop the broker + whatever `up` started itself
@@ -410,6 +411,16 @@ write_env() {
   mv "$tmp" "$ENV_FILE"
 }
 
+# promtool and prometheus, which AlertRulesTest and AlertsIT run (the shipped alert rules on a real
+# Prometheus): installed from Debian's package when missing. They are tools, not a service: nothing
+# is started here (on a host with systemd the package's own service would start on port 9090).
+prometheus_tools() {
+  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
+    return 0
+  fi
+  apt_install prometheus
+}
+
 # ----------------------------------------------------------------------------- commands
 
 cmd_up() {
@@ -417,6 +428,7 @@ cmd_up() {
   take_lock
   mariadb_up
   redis_up
+  prometheus_tools
   kafka_up
   write_env
   log "up in $((SECONDS - t0))s; environment in $ENV_FILE:"

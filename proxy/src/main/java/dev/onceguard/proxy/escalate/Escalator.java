@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -21,10 +23,22 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Writes escalated records (and, optionally, every verdict) to Kafka through one idempotent
  * producer ({@code acks=all}, {@code enable.idempotence=true}). The stage completes only when
  * the broker acknowledged the write: the caller commits the source offset after that, never
- * before. Thread-safe; one per sidecar; owns its producer.
+ * before. Failed writes are counted per route ({@link #failedWrites}). Thread-safe; one per
+ * sidecar; owns its producer.
  */
 public final class Escalator implements EscalationSink, AutoCloseable {
+  /** What a write carries. */
+  public enum Kind {
+    /** An escalated record, to the route's escalation topic. */
+    ESCALATION,
+    /** A verdict, to the route's verdict topic. */
+    VERDICT
+  }
+
+  private record FailureKey(String route, Kind kind) {}
+
   private final KafkaProducer<byte[], byte[]> producer;
+  private final Map<FailureKey, LongAdder> failures = new ConcurrentHashMap<>();
   /**
    * {@code KafkaProducer.send} may block (metadata, full buffer) up to {@code max.block.ms}; it
    * runs here so that no poll thread, timer or I/O event loop ever waits on it.
@@ -95,7 +109,7 @@ public final class Escalator implements EscalationSink, AutoCloseable {
     add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
     add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
     add(hs, Headers.TIMESTAMP, Long.toString(nowMillis));
-    return send(new ProducerRecord<>(topic, null, source.key(), source.value(), hs));
+    return send(new ProducerRecord<>(topic, null, source.key(), source.value(), hs), failureCount(v.getRoute(), Kind.ESCALATION));
   }
 
   /** Publishes a verdict (protobuf-encoded {@link Verdict}, keyed by dedup key or entity). */
@@ -108,11 +122,29 @@ public final class Escalator implements EscalationSink, AutoCloseable {
     add(hs, Headers.ORIGINAL_TOPIC, source.topic());
     add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
     add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
-    return send(new ProducerRecord<>(topic, null, key.getBytes(StandardCharsets.UTF_8), v.toByteArray(), hs));
+    return send(new ProducerRecord<>(topic, null, key.getBytes(StandardCharsets.UTF_8), v.toByteArray(), hs),
+        failureCount(v.getRoute(), Kind.VERDICT));
   }
 
-  private CompletionStage<Void> send(ProducerRecord<byte[], byte[]> rec) {
+  /**
+   * Writes of {@code kind} for {@code route} that failed so far (each is retried by its caller;
+   * a missing topic, a broker that is down or a refused authorization keep it failing).
+   */
+  public long failedWrites(String route, Kind kind) {
+    return failureCount(route, kind).sum();
+  }
+
+  private LongAdder failureCount(String route, Kind kind) {
+    return failures.computeIfAbsent(new FailureKey(route, kind), k -> new LongAdder());
+  }
+
+  private CompletionStage<Void> send(ProducerRecord<byte[], byte[]> rec, LongAdder failed) {
     CompletableFuture<Void> done = new CompletableFuture<>();
+    done.whenComplete((x, e) -> {
+      if (e != null) {
+        failed.increment();
+      }
+    });
     try {
       sender.execute(() -> {
         try {

@@ -118,20 +118,38 @@ public final class GuardRuntime implements AutoCloseable {
     });
   }
 
-  /** Gauges for the guard's own counters: L1 outcomes and store failures. */
-  public void registerGauges(Metrics m) {
-    if (cache instanceof RedisIdempotencyCache r) {
-      m.gauge("onceguard.l1.hits", "L1 lookups that found the key with the same fingerprint", r::hits);
-      m.gauge("onceguard.l1.misses", "L1 lookups that did not", r::misses);
-      m.gauge("onceguard.l1.failures", "L1 calls that failed or timed out (the layer was skipped)", r::failures);
-      m.gauge("onceguard.l1.skipped", "L1 calls not attempted: breaker open or Redis unreachable", r::skipped);
+  /**
+   * The guard's counters: per route L1 outcomes (and whether L1 is available) and failed writes to
+   * the escalation and verdict topics; for the process, MySQL round trips, claim and confirm groups
+   * and contention retries.
+   */
+  public void registerMetrics(Metrics m) {
+    for (RouteConfig rc : config.routes()) {
+      String route = rc.name();
+      if (cache instanceof RedisIdempotencyCache r) {
+        RedisIdempotencyCache.Counts n = r.counts(route);
+        m.counter("onceguard.l1.hits", "L1 lookups that found the key with the same fingerprint", n::hits, "route", route);
+        m.counter("onceguard.l1.misses", "L1 lookups that did not", n::misses, "route", route);
+        m.counter("onceguard.l1.failures", "L1 calls that failed or timed out (the layer was skipped)", n::failures, "route", route);
+        m.counter("onceguard.l1.skipped", "L1 calls not attempted: breaker open or Redis unreachable", n::skipped, "route", route);
+      }
+      for (Escalator.Kind kind : Escalator.Kind.values()) {
+        m.counter("onceguard.escalation.send.failures",
+            "failed writes to the route's escalation topic (kind ESCALATION) or verdict topic (VERDICT); each is retried, "
+                + "and its record stays unfinished meanwhile",
+            () -> escalator.failedWrites(route, kind), "route", route, "kind", kind.name());
+      }
     }
-    m.gauge("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
-    m.gauge("onceguard.mysql.claim.groups", "claim transactions (group commit: claims ready together share one)", () -> store.groupCounts()[0]);
-    m.gauge("onceguard.mysql.claim.grouped", "claims written by those transactions", () -> store.groupCounts()[1]);
-    m.gauge("onceguard.mysql.confirm.groups", "confirm transactions (group commit)", () -> store.groupCounts()[2]);
-    m.gauge("onceguard.mysql.confirm.grouped", "confirms written by those transactions", () -> store.groupCounts()[3]);
-    m.gauge("onceguard.mysql.contention.retries", "store steps run again after a deadlock or lock-wait timeout (not an outage)",
+    if (cache instanceof RedisIdempotencyCache r) {
+      m.gauge("onceguard.l1.available", "1 while L1 is used, 0 from a failed Redis call until one succeeds (L1 skipped)",
+          () -> r.available() ? 1 : 0);
+    }
+    m.counter("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
+    m.counter("onceguard.mysql.claim.groups", "claim transactions (group commit: claims ready together share one)", () -> store.groupCounts()[0]);
+    m.counter("onceguard.mysql.claim.grouped", "claims written by those transactions", () -> store.groupCounts()[1]);
+    m.counter("onceguard.mysql.confirm.groups", "confirm transactions (group commit)", () -> store.groupCounts()[2]);
+    m.counter("onceguard.mysql.confirm.grouped", "confirms written by those transactions", () -> store.groupCounts()[3]);
+    m.counter("onceguard.mysql.contention.retries", "store steps run again after a deadlock or lock-wait timeout (not an outage)",
         guard::contentionRetries);
   }
 

@@ -135,6 +135,9 @@ public final class Main implements Runnable {
       // the admin listener comes first, so that probes answer (live, not ready, and why) while
       // start-up waits for MySQL
       Metrics metrics = new Metrics();
+      BuildInfo build = BuildInfo.current();
+      metrics.buildInfo(build.version(), build.commit());
+      log.info("{}", build.text());
       LiveProbeFacts facts = new LiveProbeFacts(cfg, Probes.DEFAULT_CHECK_TIMEOUT);
       Probes probes = new Probes(cfg, facts, Clock.SYSTEM);
       AdminServer admin;
@@ -181,7 +184,7 @@ public final class Main implements Runnable {
       }
       GuardRuntime runtime = started;
       facts.runtime(runtime);
-      runtime.registerGauges(metrics);
+      runtime.registerMetrics(metrics);
       if (cfg.metricsListen() != null) {
         try {
           metrics.serve(cfg.metricsListen());
@@ -331,8 +334,7 @@ public final class Main implements Runnable {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String v = Main.class.getPackage().getImplementationVersion();
-      return new String[] {"onceguard " + (v == null ? "(development build)" : v)};
+      return new String[] {BuildInfo.current().text()};
     }
   }
 }

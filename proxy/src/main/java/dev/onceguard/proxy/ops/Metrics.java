@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.v1.Verdict;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
@@ -12,6 +13,7 @@ import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.prometheus.metrics.core.metrics.Info;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -30,12 +32,28 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The sidecar's metrics: every final verdict counted as
  * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, the record's age at its
- * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}}, gauges registered with
- * {@link #gauge} and, per partition, {@link #partitionGauge}, and the JVM's memory and threads. {@link #snapshot()} renders the verdict
- * counts for the periodic log line; {@link #serve} exposes everything as Prometheus text on
- * {@code GET /metrics} through the JDK's HTTP server. Thread-safe; owns the server it starts.
+ * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}} (the fixed
+ * buckets {@link #RECORD_AGE_BUCKETS}), cumulative counts registered with {@link #counter}
+ * (Prometheus names end in {@code _total}), current values with {@link #gauge} and, per
+ * partition, {@link #partitionGauge}, {@code onceguard_build_info{version,commit}} ({@link #buildInfo}),
+ * and the JVM's memory and threads. {@link #snapshot()} renders the verdict counts for the
+ * periodic log line; {@link #serve} exposes everything as Prometheus text on {@code GET /metrics}
+ * through the JDK's HTTP server. Thread-safe; owns the server it starts.
+ *
+ * <p>Cost: a scrape renders every series; the number of series is bounded by the routes, their
+ * partitions and the verdict reasons, not by traffic.
  */
 public final class Metrics implements VerdictListener, AutoCloseable {
+  /**
+   * The upper bounds of the record-age histogram: from a cache hit (milliseconds) to a record
+   * that waited for an early arrival, a business retry series or an outage (minutes to an hour).
+   * Fixed, so that each (route, disposition) costs 16 series (13 buckets, count, sum, max) and the
+   * buckets of every pod aggregate.
+   */
+  public static final List<Duration> RECORD_AGE_BUCKETS = List.of(Duration.ofMillis(5), Duration.ofMillis(10),
+      Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500),
+      Duration.ofSeconds(1), Duration.ofSeconds(5), Duration.ofSeconds(30), Duration.ofMinutes(5), Duration.ofHours(1));
+
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
@@ -43,6 +61,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
+  /** What the counters read: a FunctionCounter holds its object weakly, and nothing else holds these. */
+  private final List<Supplier<Number>> counterSources = new CopyOnWriteArrayList<>();
   private HttpServer server;
 
   public Metrics() {
@@ -66,7 +86,19 @@ public final class Metrics implements VerdictListener, AutoCloseable {
     return server.getAddress().getPort();
   }
 
-  /** Registers a gauge read at scrape time, e.g. L1 failures. */
+  /**
+   * Registers a cumulative count read at scrape time (it must never decrease), e.g. MySQL round
+   * trips; exposed as a Prometheus counter, {@code name} with dots as underscores plus
+   * {@code _total}.
+   *
+   * @param tags label names and values, alternating, e.g. {@code "route", "orders"}
+   */
+  public void counter(String name, String description, Supplier<Number> value, String... tags) {
+    counterSources.add(value);
+    FunctionCounter.builder(name, value, v -> v.get().doubleValue()).description(description).tags(tags).register(registry);
+  }
+
+  /** Registers a current value read at scrape time, e.g. whether L1 is available. */
   public void gauge(String name, String description, Supplier<Number> value) {
     Gauge.builder(name, value).description(description).register(registry);
   }
@@ -91,6 +123,18 @@ public final class Metrics implements VerdictListener, AutoCloseable {
         .toList(), true));
   }
 
+  /**
+   * Registers {@code onceguard_build_info{version,commit} 1}: joined onto other series, it shows
+   * which build each pod runs.
+   */
+  public void buildInfo(String version, String commit) {
+    // an Info metric (exposed with the suffix "_info"): Micrometer would strip that reserved
+    // suffix from a gauge's name
+    Info info = Info.builder().name("onceguard_build").help("the running build: version and git commit")
+        .labelNames("version", "commit").register(registry.getPrometheusRegistry());
+    info.setLabelValues(version, commit);
+  }
+
   @Override
   public void onVerdict(ConsumerRecord<byte[], byte[]> record, Verdict v, boolean forwarded) {
     String k = v.getRoute() + " " + v.getDisposition().name() + "/" + v.getLayer().name() + "/" + v.getReason().name();
@@ -108,9 +152,7 @@ public final class Metrics implements VerdictListener, AutoCloseable {
               .description("from the record's Kafka timestamp to its final verdict: consumer lag plus processing")
               .tag("route", v.getRoute())
               .tag("disposition", v.getDisposition().name())
-              .publishPercentileHistogram()
-              .minimumExpectedValue(Duration.ofMillis(1))
-              .maximumExpectedValue(Duration.ofHours(1))
+              .serviceLevelObjectives(RECORD_AGE_BUCKETS.toArray(Duration[]::new))
               .register(registry))
           .record(Math.max(0, age), TimeUnit.MILLISECONDS);
     }

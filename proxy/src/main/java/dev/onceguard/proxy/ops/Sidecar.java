@@ -226,8 +226,8 @@ public final class Sidecar implements AutoCloseable {
 
   /**
    * Registers per-route gauges: records in flight, held in memory, and paused partitions (they read
-   * 0 while the route is not running); and per assigned partition, its uncommitted records and the
-   * age of its oldest unfinished record (no rows while the route is not running).
+   * 0 while the route is not running); and per assigned partition, its uncommitted records, its lag
+   * and the age of its oldest unfinished record (no rows while the route is not running).
    */
   public void registerGauges(Metrics metrics) {
     for (RouteConfig rc : config.routes()) {
@@ -244,6 +244,10 @@ public final class Sidecar implements AutoCloseable {
       metrics.partitionGauge("onceguard.partition.oldest.unfinished.age",
           "since the partition's oldest unfinished record was taken (0 when none is unfinished); grows while a record is stuck",
           "seconds", route, () -> readPartitions(route, c -> secondsOf(c.oldestUnfinishedAgeMillis())));
+      metrics.partitionGauge("onceguard.partition.lag",
+          "records not finished in order: log end offset (as of the last fetch; it stands still while the partition is paused) "
+              + "minus the consumer's position, plus the records taken and not committable",
+          "records", route, () -> readPartitions(route, RouteConsumer::lagRecords));
     }
   }
 

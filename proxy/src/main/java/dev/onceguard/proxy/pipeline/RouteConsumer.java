@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.PriorityQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -272,6 +273,22 @@ public final class RouteConsumer implements AutoCloseable {
   public Map<TopicPartition, Integer> uncommittedRecords() {
     Map<TopicPartition, Integer> out = new HashMap<>();
     statPartitions.forEach((tp, s) -> out.put(tp, s.uncommitted()));
+    return out;
+  }
+
+  /**
+   * Per assigned partition whose log end offset is known: the records not yet finished in order,
+   * that is the log end offset minus the consumer's position (from the last fetch response, so
+   * it stands still while the partition is paused) plus the records taken and not committable.
+   * As of the poll loop's last turn. Any thread.
+   */
+  public Map<TopicPartition, Long> lagRecords() {
+    Map<TopicPartition, Long> out = new HashMap<>();
+    statPartitions.forEach((tp, s) -> {
+      if (s.lag() >= 0) {
+        out.put(tp, s.lag());
+      }
+    });
     return out;
   }
 
@@ -549,12 +566,25 @@ public final class RouteConsumer implements AutoCloseable {
     Map<TopicPartition, PartitionStat> stats = new HashMap<>();
     for (PartitionWork w : partitions.values()) {
       loads.add(new PausePolicy.Load(w.tp, w.scheduler.outstanding(), w.commits.uncommitted()));
-      stats.put(w.tp, new PartitionStat(w.commits.uncommitted(), w.commits.oldestUnfinishedTakenAt()));
+      stats.put(w.tp, new PartitionStat(w.commits.uncommitted(), w.commits.oldestUnfinishedTakenAt(), lag(w)));
     }
     statPaused = pausePolicy.update(outstanding, loads);
     statRunning = running;
     statHeld = outstanding;
     statPartitions = stats;
+  }
+
+  /** See {@link #lagRecords}; -1 while the log end offset or the position is not known. */
+  private long lag(PartitionWork w) {
+    try {
+      // a local lookup; when the end offset is unknown it asks for it in the background
+      OptionalLong behind = consumer.currentLag(w.tp);
+      return behind.isPresent() ? behind.getAsLong() + w.commits.uncommitted() : -1;
+    } catch (RuntimeException e) {
+      // a statistic must never stop the route; the next turn asks again
+      log.debug("route {} {}: lag not known: {}", settings.route(), w.tp, e.toString());
+      return -1;
+    }
   }
 
   private void closeConsumer() {
@@ -675,7 +705,8 @@ public final class RouteConsumer implements AutoCloseable {
 
   private record Pending(ConsumerRecord<byte[], byte[]> record, String key) {}
 
-  private record PartitionStat(int uncommitted, long oldestUnfinishedTakenAt) {}
+  /** @param lag -1 when not known */
+  private record PartitionStat(int uncommitted, long oldestUnfinishedTakenAt, long lag) {}
 
   /** One attempt of a started record; its {@link OrderSlot} posts to the poll thread. */
   private final class InFlight implements OrderSlot {

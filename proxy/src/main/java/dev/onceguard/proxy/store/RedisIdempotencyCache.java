@@ -17,12 +17,15 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,10 +53,9 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   private final AtomicBoolean connecting = new AtomicBoolean();
   private final AtomicLong openUntil = new AtomicLong();
   private final AtomicBoolean down = new AtomicBoolean();
-  private final AtomicLong failures = new AtomicLong();
-  private final AtomicLong skipped = new AtomicLong();
-  private final AtomicLong hits = new AtomicLong();
-  private final AtomicLong misses = new AtomicLong();
+  /** Failed (re)connects; calls of a route are counted in its {@link Counts}. */
+  private final AtomicLong connectFailures = new AtomicLong();
+  private final Map<String, Counts> counts = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
@@ -120,6 +122,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
     link.connector().get().whenComplete((c, e) -> {
       connecting.set(false);
       if (e != null) {
+        connectFailures.incrementAndGet();
         failed("connect", e);
       } else if (closed) {
         c.connection().closeAsync();
@@ -136,15 +139,50 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
     return cfg.keyPrefix() + route + ":" + dedupKey;
   }
 
+  /**
+   * One route's L1 outcomes since start; each only grows. Thread-safe.
+   */
+  public static final class Counts {
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+    private final LongAdder skipped = new LongAdder();
+
+    /** Lookups that found the key with the same fingerprint. */
+    public long hits() {
+      return hits.sum();
+    }
+
+    /** Lookups that did not. */
+    public long misses() {
+      return misses.sum();
+    }
+
+    /** Calls (lookups and writes) that failed or timed out. */
+    public long failures() {
+      return failures.sum();
+    }
+
+    /** Calls not attempted because the breaker was open or no connection was up. */
+    public long skipped() {
+      return skipped.sum();
+    }
+  }
+
+  /** The route's counts (zero until its first call). */
+  public Counts counts(String route) {
+    return counts.computeIfAbsent(route, r -> new Counts());
+  }
+
   /** The connection to use now, or {@code null} when the breaker is open or Redis is unreachable. */
-  private RedisStringAsyncCommands<String, String> usable() {
+  private RedisStringAsyncCommands<String, String> usable(Counts n) {
     if (clock.nowMillis() < openUntil.get()) {
-      skipped.incrementAndGet();
+      n.skipped.increment();
       return null;
     }
     Connection c = conn.get();
     if (c == null || !c.connection().isOpen()) {
-      skipped.incrementAndGet();
+      n.skipped.increment();
       connectAsync();
       return null;
     }
@@ -153,7 +191,8 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
   @Override
   public CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint) {
-    RedisStringAsyncCommands<String, String> c = usable();
+    Counts n = counts(route);
+    RedisStringAsyncCommands<String, String> c = usable(n);
     if (c == null) {
       return CompletableFuture.completedFuture(null);
     }
@@ -162,19 +201,21 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
+              n.failures.increment();
               failed("GET", e);
               return null;
             }
             healthy();
             Hit hit = parse(v, fingerprint);
             if (hit != null) {
-              hits.incrementAndGet();
+              n.hits.increment();
             } else {
-              misses.incrementAndGet();
+              n.misses.increment();
             }
             return hit;
           });
     } catch (RuntimeException e) {
+      n.failures.increment();
       failed("GET", e);
       return CompletableFuture.completedFuture(null);
     }
@@ -203,7 +244,8 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
   @Override
   public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
-    RedisStringAsyncCommands<String, String> c = usable();
+    Counts n = counts(route);
+    RedisStringAsyncCommands<String, String> c = usable(n);
     if (c == null) {
       return CompletableFuture.completedFuture(null);
     }
@@ -214,20 +256,20 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
             if (e != null) {
               // counted, but it does not open the breaker: one write that missed its timeout must
               // not switch L1 off for every record; if Redis is really gone, the GETs open it
-              failures.incrementAndGet();
+              n.failures.increment();
             } else {
               healthy();
             }
             return null;
           });
     } catch (RuntimeException e) {
-      failures.incrementAndGet();
+      n.failures.increment();
       return CompletableFuture.completedFuture(null);
     }
   }
 
+  /** Opens the breaker; the caller counted the failure. */
   private void failed(String op, Throwable e) {
-    failures.incrementAndGet();
     openUntil.set(clock.nowMillis() + cfg.breakerOpenFor().toMillis());
     if (down.compareAndSet(false, true) && !closed) {
       log.warn("Redis L1 cache unavailable ({} failed: {}); skipping L1 (results stay correct, only slower) and retrying every {} ms",
@@ -237,26 +279,34 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
   private void healthy() {
     if (down.compareAndSet(true, false)) {
-      log.info("Redis L1 cache available again after {} failed or skipped calls", failures.get() + skipped.get());
+      log.info("Redis L1 cache available again after {} failed or skipped calls", failures() + skipped());
     }
   }
 
-  /** Calls that failed (timeout, error). */
+  /** Calls that failed (timeout, error), over all routes, and failed connects. */
   public long failures() {
-    return failures.get();
+    return connectFailures.get() + counts.values().stream().mapToLong(Counts::failures).sum();
   }
 
-  /** Calls not attempted because the breaker was open or no connection was up. */
+  /** Calls not attempted because the breaker was open or no connection was up, over all routes. */
   public long skipped() {
-    return skipped.get();
+    return counts.values().stream().mapToLong(Counts::skipped).sum();
   }
 
   public long hits() {
-    return hits.get();
+    return counts.values().stream().mapToLong(Counts::hits).sum();
   }
 
   public long misses() {
-    return misses.get();
+    return counts.values().stream().mapToLong(Counts::misses).sum();
+  }
+
+  /**
+   * False from a failed lookup or connect until the next call that succeeds: L1 is being skipped
+   * (the breaker is open or Redis cannot be reached). A failed write alone does not change it.
+   */
+  public boolean available() {
+    return !down.get();
   }
 
   @Override

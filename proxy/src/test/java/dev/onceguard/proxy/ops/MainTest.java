@@ -46,6 +46,13 @@ class MainTest {
       """;
 
   @Test
+  void version_printsTheBuildsVersionAndCommit() {
+    assertThat(run("--version")).isZero();
+    assertThat(out.toString().strip()).isEqualTo(BuildInfo.current().text())
+        .matches("onceguard \\d+\\.\\d+\\.\\d+\\S* \\(commit [0-9a-f]{12}(-dirty)?\\)");
+  }
+
+  @Test
   void validate_validConfig_printsSummary_exit0_withoutSecrets() throws Exception {
     int code = run("validate", "--config", file(VALID).toString());
     assertThat(code).isZero();

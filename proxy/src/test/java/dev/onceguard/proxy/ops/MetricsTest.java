@@ -10,82 +10,154 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.TimestampType;
 import org.junit.jupiter.api.Test;
 
 class MetricsTest {
+  private static final Verdict ACCEPTED = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.ACCEPTED)
+      .setLayer(Layer.STATE_MACHINE).setReason(Reason.NONE).build();
+  private static final Verdict CACHE_HIT = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE)
+      .setLayer(Layer.CACHE).setReason(Reason.CACHE_HIT).build();
+
+  /** A record produced {@code agoMillis} before now. */
+  private static ConsumerRecord<byte[], byte[]> producedAgo(long agoMillis) {
+    return new ConsumerRecord<>("orders", 0, 0L, System.currentTimeMillis() - agoMillis, TimestampType.CREATE_TIME, 0, 0, null, null,
+        new RecordHeaders(), Optional.empty());
+  }
 
   @Test
-  void scrape_overHttp_countsVerdictsByRouteDispositionLayerReason_andReadsGauges() throws Exception {
-    AtomicLong failures = new AtomicLong(3);
+  void scrape_overHttp_countsVerdictsByRouteDispositionLayerReason() throws Exception {
     try (Metrics m = new Metrics()) {
       int port = m.serve("127.0.0.1:0");
-      m.gauge("onceguard.l1.failures", "test gauge", failures::get);
-      Verdict hit = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE)
-          .setLayer(Layer.CACHE).setReason(Reason.CACHE_HIT).build();
-      Verdict ok = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.ACCEPTED)
-          .setLayer(Layer.STATE_MACHINE).setReason(Reason.NONE).build();
-      m.onVerdict(null, hit, false);
-      m.onVerdict(null, hit, false);
-      m.onVerdict(null, ok, true);
-      failures.set(5);
+      m.onVerdict(null, CACHE_HIT, false);
+      m.onVerdict(null, CACHE_HIT, false);
+      m.onVerdict(null, ACCEPTED, true);
 
       HttpResponse<String> r = HttpClient.newHttpClient().send(
           HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
 
       assertThat(r.statusCode()).isEqualTo(200);
-      assertThat(r.body())
-          .containsPattern("onceguard_verdicts_total\\{[^}]*disposition=\"DUPLICATE_IGNORE\"[^}]*reason=\"CACHE_HIT\"[^}]*} 2\\.0")
-          .containsPattern("onceguard_verdicts_total\\{[^}]*disposition=\"ACCEPTED\"[^}]*} 1\\.0")
-          .contains("onceguard_l1_failures 5.0")
-          .contains("jvm_memory_used_bytes");
+      ScrapeText s = ScrapeText.parse(r.body());
+      assertThat(s.types()).containsEntry("onceguard_verdicts_total", "counter");
+      assertThat(s.one("onceguard_verdicts_total", "route", "orders", "disposition", "DUPLICATE_IGNORE", "layer", "CACHE",
+          "reason", "CACHE_HIT").value()).isEqualTo(2.0);
+      assertThat(s.one("onceguard_verdicts_total", "route", "orders", "disposition", "ACCEPTED", "layer", "STATE_MACHINE",
+          "reason", "NONE").value()).isEqualTo(1.0);
+      assertThat(s.named("jvm_memory_used_bytes")).isNotEmpty();
       assertThat(m.snapshot()).isEqualTo("orders ACCEPTED/STATE_MACHINE/NONE=1, orders DUPLICATE_IGNORE/CACHE/CACHE_HIT=2");
     }
   }
 
   @Test
-  void recordAgeAndRouteGauges_areScraped() throws Exception {
+  void counter_isACounterNamedTotal_withItsLabels_readAtScrapeTime() {
+    AtomicLong failures = new AtomicLong(3);
+    try (Metrics m = new Metrics()) {
+      m.counter("onceguard.escalation.send.failures", "test counter", failures::get, "route", "orders", "kind", "ESCALATION");
+      m.counter("onceguard.mysql.round.trips", "test counter", () -> 12);
+      failures.set(5);
+
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types())
+          .containsEntry("onceguard_escalation_send_failures_total", "counter")
+          .containsEntry("onceguard_mysql_round_trips_total", "counter");
+      assertThat(s.one("onceguard_escalation_send_failures_total", "route", "orders", "kind", "ESCALATION").value()).isEqualTo(5.0);
+      assertThat(s.one("onceguard_mysql_round_trips_total").value()).isEqualTo(12.0);
+    }
+  }
+
+  @Test
+  void counter_keepsReadingItsSource_afterGarbageCollection() {
+    AtomicLong trips = new AtomicLong(1);
+    try (Metrics m = new Metrics()) {
+      // the lambda is referenced by nothing but the metrics
+      m.counter("onceguard.mysql.round.trips", "test counter", () -> trips.get());
+      for (int i = 0; i < 5; i++) {
+        System.gc();
+      }
+      trips.set(42);
+
+      assertThat(ScrapeText.parse(m.scrape()).one("onceguard_mysql_round_trips_total").value()).isEqualTo(42.0);
+    }
+  }
+
+  @Test
+  void gauge_isAGauge_withTheRouteLabel() {
     AtomicLong inFlight = new AtomicLong(7);
     try (Metrics m = new Metrics()) {
       m.gauge("onceguard.route.in.flight", "test gauge", "orders", inFlight::get);
-      Verdict ok = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.ACCEPTED)
-          .setLayer(Layer.STATE_MACHINE).setReason(Reason.NONE).build();
-      // produced 1.5 s ago: its age at the verdict is about 1.5 s
-      long created = System.currentTimeMillis() - 1_500;
-      m.onVerdict(new org.apache.kafka.clients.consumer.ConsumerRecord<>("orders", 0, 0L, created,
-          org.apache.kafka.common.record.TimestampType.CREATE_TIME, 0, 0, null, null, new org.apache.kafka.common.header.internals.RecordHeaders(),
-          java.util.Optional.empty()), ok, true);
+      m.gauge("onceguard.l1.available", "test gauge", () -> 0);
 
-      String text = m.scrape();
-      assertThat(text).containsPattern("onceguard_route_in_flight\\{route=\"orders\"} 7\\.0");
-      assertThat(text).containsPattern("onceguard_record_age_seconds_count\\{disposition=\"ACCEPTED\",route=\"orders\"} 1");
-      assertThat(text).containsPattern("onceguard_record_age_seconds_bucket\\{disposition=\"ACCEPTED\",route=\"orders\",le=\"[0-9.]+\"}");
-      java.util.regex.Matcher sum = java.util.regex.Pattern
-          .compile("onceguard_record_age_seconds_sum\\{disposition=\"ACCEPTED\",route=\"orders\"} ([0-9.]+)").matcher(text);
-      assertThat(sum.find()).isTrue();
-      assertThat(Double.parseDouble(sum.group(1))).isBetween(1.4, 30.0);
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_route_in_flight", "gauge").containsEntry("onceguard_l1_available", "gauge");
+      assertThat(s.one("onceguard_route_in_flight", "route", "orders").value()).isEqualTo(7.0);
+      assertThat(s.one("onceguard_l1_available").value()).isZero();
+    }
+  }
+
+  @Test
+  void recordAge_isAHistogramWithTheFixedBuckets_perRouteAndDisposition() {
+    try (Metrics m = new Metrics()) {
+      // produced 1.5 s ago: its age at the verdict is about 1.5 s, in the (1 s, 5 s] bucket
+      m.onVerdict(producedAgo(1_500), ACCEPTED, true);
+
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_record_age_seconds", "histogram");
+      List<ScrapeText.Sample> buckets = s.named("onceguard_record_age_seconds_bucket");
+      assertThat(buckets).extracting(b -> b.labels().get("le")).containsExactly(
+          "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "5.0", "30.0", "300.0", "3600.0", "+Inf");
+      assertThat(buckets).allSatisfy(b -> assertThat(b.labels()).containsEntry("route", "orders").containsEntry("disposition", "ACCEPTED"));
+      assertThat(s.one("onceguard_record_age_seconds_bucket", "route", "orders", "disposition", "ACCEPTED", "le", "1.0").value()).isZero();
+      assertThat(s.one("onceguard_record_age_seconds_bucket", "route", "orders", "disposition", "ACCEPTED", "le", "5.0").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_record_age_seconds_count", "route", "orders", "disposition", "ACCEPTED").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_record_age_seconds_sum", "route", "orders", "disposition", "ACCEPTED").value()).isBetween(1.4, 30.0);
+      // the whole family for one (route, disposition): 13 buckets, count, sum and max
+      assertThat(s.samples()).filteredOn(x -> x.name().startsWith("onceguard_record_age_seconds")).hasSize(16);
+    }
+  }
+
+  @Test
+  void buildInfo_isOneSeriesWithVersionAndCommit() {
+    try (Metrics m = new Metrics()) {
+      m.buildInfo("1.2.3", "0123456789ab");
+
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_build_info", "gauge");
+      assertThat(s.named("onceguard_build_info")).hasSize(1);
+      assertThat(s.one("onceguard_build_info", "version", "1.2.3", "commit", "0123456789ab").value()).isEqualTo(1.0);
     }
   }
 
   @Test
   void partitionGauges_haveARowPerCurrentPartition_andDropPartitionsThatAreGone() {
-    java.util.concurrent.atomic.AtomicReference<java.util.Map<org.apache.kafka.common.TopicPartition, Number>> rows =
-        new java.util.concurrent.atomic.AtomicReference<>(java.util.Map.of(
-            new org.apache.kafka.common.TopicPartition("orders", 0), 12, new org.apache.kafka.common.TopicPartition("orders", 1), 0));
+    AtomicReference<Map<TopicPartition, Number>> rows = new AtomicReference<>(Map.of(
+        new TopicPartition("orders", 0), 12, new TopicPartition("orders", 1), 0));
     try (Metrics m = new Metrics()) {
       m.partitionGauge("onceguard.partition.uncommitted.records", "test gauge", null, "orders", rows::get);
       m.partitionGauge("onceguard.partition.oldest.unfinished.age", "test gauge", "seconds", "orders",
-          () -> java.util.Map.of(new org.apache.kafka.common.TopicPartition("orders", 0), 4.5));
+          () -> Map.of(new TopicPartition("orders", 0), 4.5));
 
-      String text = m.scrape();
-      assertThat(text)
-          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"0\",route=\"orders\",topic=\"orders\"} 12\\.0")
-          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"1\",route=\"orders\",topic=\"orders\"} 0\\.0")
-          .containsPattern("onceguard_partition_oldest_unfinished_age_seconds\\{partition=\"0\",route=\"orders\",topic=\"orders\"} 4\\.5");
-      rows.set(java.util.Map.of(new org.apache.kafka.common.TopicPartition("orders", 1), 3));
-      assertThat(m.scrape())
-          .doesNotContainPattern("onceguard_partition_uncommitted_records\\{partition=\"0\"")
-          .containsPattern("onceguard_partition_uncommitted_records\\{partition=\"1\",route=\"orders\",topic=\"orders\"} 3\\.0");
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_partition_oldest_unfinished_age_seconds", "gauge");
+      assertThat(s.one("onceguard_partition_uncommitted_records", "route", "orders", "topic", "orders", "partition", "0").value())
+          .isEqualTo(12.0);
+      assertThat(s.one("onceguard_partition_uncommitted_records", "route", "orders", "topic", "orders", "partition", "1").value())
+          .isZero();
+      assertThat(s.one("onceguard_partition_oldest_unfinished_age_seconds", "route", "orders", "topic", "orders", "partition", "0")
+          .value()).isEqualTo(4.5);
+
+      rows.set(Map.of(new TopicPartition("orders", 1), 3));
+      ScrapeText later = ScrapeText.parse(m.scrape());
+      assertThat(later.named("onceguard_partition_uncommitted_records")).hasSize(1);
+      assertThat(later.one("onceguard_partition_uncommitted_records", "route", "orders", "topic", "orders", "partition", "1").value())
+          .isEqualTo(3.0);
     }
   }
 }

@@ -436,6 +436,22 @@ class RouteConsumerTest {
   }
 
   @Test
+  void lag_isRecordsNotYetFetchedPlusTakenAndNotCommittable_andFallsAsThePrefixFinishes() {
+    startWith(settings(64, 512, Duration.ofSeconds(5)), P0);
+    consumer.schedulePollTask(() -> consumer.updateEndOffsets(Map.of(P0, 10L)));
+    produce(P0, 0, "a", "b", "c");
+    await().until(() -> processor.started.size() == 3);
+    // position 3 of 10: seven not fetched, and the three taken are not committable
+    await().until(() -> Long.valueOf(10).equals(route.lagRecords().get(P0)));
+    processor.finish(0, 1);
+    processor.finish(0, 2);
+    await().pollDelay(Duration.ofMillis(100)).until(() -> true);
+    assertThat(route.lagRecords()).as("offset 0 still unfinished: a crash replays all three").containsEntry(P0, 10L);
+    processor.finish(0, 0);
+    await().until(() -> Long.valueOf(7).equals(route.lagRecords().get(P0)));
+  }
+
+  @Test
   void parkedRecord_letsLaterRecordsOfItsKeyStart_withinTheWindow_andIsNudgedWhenOneFinishes() {
     startWith(settings(64, 512, Duration.ofSeconds(5), 2), P0);
     produce(P0, 0, "a", "a", "a");
