@@ -58,6 +58,8 @@ final class GuardFixture implements AutoCloseable {
   final ManualClock clock = new ManualClock();
   final Db db;
   final MysqlGuardStore store;
+  /** The configuration as a sidecar would read it (for the command line). */
+  final String yaml;
   private final List<Guard> guards = new java.util.ArrayList<>();
 
   GuardFixture(String routesAndMachinesYaml) {
@@ -65,7 +67,7 @@ final class GuardFixture implements AutoCloseable {
   }
 
   GuardFixture(String routesAndMachinesYaml, int poolSize) {
-    String yaml = "kafka:\n  bootstrap-servers: 127.0.0.1:1\n"
+    yaml = "kafka:\n  bootstrap-servers: 127.0.0.1:1\n"
         + "mysql:\n  host: " + HOST + "\n  port: " + PORT + "\n  user: " + USER + "\n  password: '" + PASSWORD + "'\n"
         + "  database: " + database + "\n  pool-size: " + poolSize + "\n"
         // The breaker reopens by this fixture's manual clock, which tests rarely move: one slow

@@ -207,7 +207,7 @@ class GuardIT {
   }
 
   @Test
-  void lateCompensation_afterRedisKeyExpired_isLedgerDuplicate_notAcceptedTwice() {
+  void lateCompensation_afterRedisKeyExpired_isLedgerDuplicate_notAcceptedTwice() throws Exception {
     Guard g = fx.guard("late-" + uniq("g"));
     String id = orderIn(g, "paid");
     String compensation = order(id, "prepare", "W1", "m-original");
@@ -232,6 +232,21 @@ class GuardIT {
     g.record(late, new Source("orders", 0, 1)).toCompletableFuture().join();
     assertThat(fx.scalar("SELECT original_age_ms FROM og_decision WHERE dedup_key = ? AND reason = 'LEDGER_HIT'", late.getDedupKey()))
         .as("the decision log keeps the age too (ttl-advice --from-db reads it)").isEqualTo(late.getOriginalAgeMs());
+    fx.clock.advance(-nineDays);
+
+    // ttl-advice reads it back: a 9-day-old duplicate, which a 14-day TTL would have answered
+    java.nio.file.Path config = java.nio.file.Files.createTempFile("og-ttl-advice", ".yaml");
+    java.io.StringWriter out = new java.io.StringWriter();
+    try {
+      java.nio.file.Files.writeString(config, fx.yaml);
+      int code = new picocli.CommandLine(new dev.onceguard.proxy.ops.Main()).setOut(new java.io.PrintWriter(out))
+          .execute("ttl-advice", "--config", config.toString(), "--from-db", "--route", "orders");
+      assertThat(code).as(out.toString()).isZero();
+    } finally {
+      java.nio.file.Files.deleteIfExists(config);
+    }
+    assertThat(out.toString()).contains("route 'orders'").contains("1 duplicates missed L1").contains("p99 9 d")
+        .contains("7 d 0.0%, 14 d 100.0%");
     assertThat(entityState(id)).isEqualTo("to_ship");
     assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(3);
   }

@@ -54,11 +54,22 @@ public final class Metrics implements VerdictListener, AutoCloseable {
       Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500),
       Duration.ofSeconds(1), Duration.ofSeconds(5), Duration.ofSeconds(30), Duration.ofMinutes(5), Duration.ofHours(1));
 
+  /**
+   * The upper bounds of the duplicate-age histogram (time from the original's confirmation to a
+   * duplicate of it): from a retry seconds later to a compensation weeks later, so that the share a
+   * given L1 TTL would answer can be read off the buckets (7 d, 14 d and 30 d are TTLs people pick).
+   */
+  public static final List<Duration> DUPLICATE_AGE_BUCKETS = List.of(Duration.ofSeconds(1), Duration.ofSeconds(10),
+      Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1), Duration.ofHours(6), Duration.ofDays(1), Duration.ofDays(3),
+      Duration.ofDays(7), Duration.ofDays(14), Duration.ofDays(30), Duration.ofDays(90));
+
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
   /** {@code "route DISPOSITION"} -> record age at its verdict. */
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
+  /** {@code "route LAYER"} -> duplicates' time since their original was confirmed. */
+  private final Map<String, Timer> duplicateAges = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
   /** What the counters read: a FunctionCounter holds its object weakly, and nothing else holds these. */
@@ -155,6 +166,16 @@ public final class Metrics implements VerdictListener, AutoCloseable {
               .serviceLevelObjectives(RECORD_AGE_BUCKETS.toArray(Duration[]::new))
               .register(registry))
           .record(Math.max(0, age), TimeUnit.MILLISECONDS);
+    }
+    if (v.hasOriginalAgeMs()) {
+      duplicateAges.computeIfAbsent(v.getRoute() + " " + v.getLayer().name(), x -> Timer.builder("onceguard.duplicate.age")
+              .description("for each duplicate, the time since its original was confirmed (or claimed), by the layer that caught it:"
+                  + " the share under a TTL is what an L1 of that TTL answers (onceguard ttl-advice)")
+              .tag("route", v.getRoute())
+              .tag("layer", v.getLayer().name())
+              .serviceLevelObjectives(DUPLICATE_AGE_BUCKETS.toArray(Duration[]::new))
+              .register(registry))
+          .record(v.getOriginalAgeMs(), TimeUnit.MILLISECONDS);
     }
   }
 

@@ -103,6 +103,28 @@ class MetricsTest {
   }
 
   @Test
+  void duplicateAge_isAHistogramPerRouteAndLayer_fromTheVerdictsOriginalAge() {
+    try (Metrics m = new Metrics()) {
+      Verdict ledgerHit = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE).setLayer(Layer.LEDGER)
+          .setReason(Reason.LEDGER_HIT).setOriginalAgeMs(java.time.Duration.ofDays(9).toMillis()).build();
+      Verdict cacheHit = ledgerHit.toBuilder().setLayer(Layer.CACHE).setReason(Reason.CACHE_HIT).setOriginalAgeMs(30_000).build();
+      m.onVerdict(null, ledgerHit, false);
+      m.onVerdict(null, cacheHit, false);
+      m.onVerdict(null, cacheHit.toBuilder().clearOriginalAgeMs().build(), false);
+
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_duplicate_age_seconds", "histogram");
+      // 9 days: above the 7-day bucket, within 14 days
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "le", "604800.0").value()).isZero();
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "le", "1209600.0").value())
+          .isEqualTo(1.0);
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "CACHE", "le", "60.0").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_duplicate_age_seconds_count", "route", "orders", "layer", "CACHE").value())
+          .as("a duplicate of unknown age is not counted").isEqualTo(1.0);
+    }
+  }
+
+  @Test
   void recordAge_isAHistogramWithTheFixedBuckets_perRouteAndDisposition() {
     try (Metrics m = new Metrics()) {
       // produced 1.5 s ago: its age at the verdict is about 1.5 s, in the (1 s, 5 s] bucket
