@@ -35,7 +35,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "onceguard", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
-    subcommands = {Main.Run.class, Main.Validate.class, Main.Migrate.class, TtlAdviceCommand.class})
+    subcommands = {Main.Run.class, Main.Validate.class, Main.Migrate.class, AdminCommands.Explain.class, AdminCommands.ResetEntity.class,
+        AdminCommands.Redrive.class, TtlAdviceCommand.class})
 public final class Main implements Runnable {
   static final int EXIT_OK = 0;
   static final int EXIT_FAILURE = 1;

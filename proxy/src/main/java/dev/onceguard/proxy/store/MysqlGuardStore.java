@@ -688,6 +688,48 @@ public final class MysqlGuardStore implements GuardStore {
     });
   }
 
+  // ---------------------------------------------------------------------------------- operator
+
+  /** What {@link #resetEntity} did. */
+  public sealed interface ResetOutcome {
+    /** The state was set; {@code previousState} is null if the entity did not exist. */
+    record Reset(String previousState, long previousVersion, long version) implements ResetOutcome {}
+
+    /** A transition is in flight on the entity: nothing was changed. */
+    record Busy(String pendingKey) implements ResetOutcome {}
+  }
+
+  /**
+   * Sets an entity's state by hand (an operator's repair), unless a transition is in flight on it,
+   * and appends {@code audit} to the decision log in the same transaction: the change and its record
+   * commit together. The version moves on, so a claim computed against the old state cannot apply.
+   * A missing entity is created in {@code state}. Blocks; for the command line, not the pipeline.
+   */
+  public ResetOutcome resetEntity(String machine, String entityId, String state, Verdict audit, long nowMillis) {
+    return db.blocking(c -> Db.transaction(c, x -> {
+      List<EntityRow> rows = Db.query(x, "SELECT state, version, pending_key, NULL FROM " + entity
+          + " WHERE machine = ? AND entity_id = ? FOR UPDATE", r -> new EntityRow(r.getString(1), r.getLong(2), r.getString(3), null),
+          machine, entityId);
+      ResetOutcome out;
+      if (rows.isEmpty()) {
+        Db.update(x, "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
+            + " VALUES (?, ?, ?, NULL, 1, NULL, NULL, ?)", machine, entityId, state, nowMillis);
+        out = new ResetOutcome.Reset(null, 0, 1);
+      } else if (rows.get(0).busy()) {
+        return new ResetOutcome.Busy(rows.get(0).pendingKey());
+      } else {
+        EntityRow e = rows.get(0);
+        Db.update(x, "UPDATE " + entity + " SET state = ?, prev_state = NULL, version = version + 1, updated_at = ?"
+            + " WHERE machine = ? AND entity_id = ?", state, nowMillis, machine, entityId);
+        out = new ResetOutcome.Reset(e.state(), e.version(), e.version() + 1);
+      }
+      ResetOutcome.Reset done = (ResetOutcome.Reset) out;
+      Verdict v = audit.toBuilder().setCurrentState(state).setCurrentVersion(done.version()).build();
+      insertDecisions(x, List.of(new DecisionEntry(v, null, nowMillis)));
+      return out;
+    }));
+  }
+
   // ------------------------------------------------------------------------ decisions/explain
 
   private record DecisionEntry(Verdict verdict, Source source, long nowMillis) {}
@@ -699,6 +741,14 @@ public final class MysqlGuardStore implements GuardStore {
 
   /** Decisions that are ready together go in one multi-row INSERT (autocommit: each row stands alone). */
   private CompletionStage<List<Boolean>> decisionGroup(List<DecisionEntry> group) {
+    List<Boolean> done = Collections.nCopies(group.size(), true);
+    return db.autocommit(c -> {
+      insertDecisions(c, group);
+      return done;
+    });
+  }
+
+  private void insertDecisions(Connection c, List<DecisionEntry> group) throws SQLException {
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(decision)
         .append(" (at_ms, route, dedup_key, entity_id, event, disposition, layer, reason, detail, current_state, current_version,"
             + " source_topic, source_partition, source_offset, original_age_ms) VALUES ");
@@ -715,11 +765,7 @@ public final class MysqlGuardStore implements GuardStore {
           s == null ? Db.NULL_STRING : s.topic(), s == null ? Db.NULL_INT : s.partition(),
           s == null ? Db.NULL_LONG : s.offset(), v.hasOriginalAgeMs() ? v.getOriginalAgeMs() : Db.NULL_LONG));
     }
-    List<Boolean> done = Collections.nCopies(group.size(), true);
-    return db.autocommit(c -> {
-      Db.update(c, sql.toString(), args.toArray());
-      return done;
-    });
+    Db.update(c, sql.toString(), args.toArray());
   }
 
   @Override
