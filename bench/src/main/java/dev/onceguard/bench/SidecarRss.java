@@ -15,13 +15,13 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Resident memory of the sidecar as operators run it ({@code java -Xmx384m -jar onceguard.jar run
- * --config FILE}, the integration tests' {@code SidecarProcess} flags): VmRSS from
+ * Resident memory of the sidecar as the container image runs it ({@code deploy/Dockerfile}'s JVM
+ * flags: the serial collector, a small initial heap, at most 384 MB): VmRSS from
  * {@code /proc/<pid>/status} once it is SERVING and has sat idle for a few seconds, and the largest
  * VmRSS sampled every 50 ms while it works off a guarded backlog (state-machine route).
  */
 final class SidecarRss {
-  static final List<String> JVM_FLAGS = List.of("-Xmx384m");
+  static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xms16m", "-Xmx384m");
   private static final Duration SETTLE = Duration.ofSeconds(3);
 
   record Result(double idleMb, double loadMb) {}
