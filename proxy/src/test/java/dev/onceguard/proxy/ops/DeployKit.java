@@ -429,6 +429,9 @@ record DeployKit(String dockerfile, ObjectNode deployment, ObjectNode configMap,
         deployment.path("spec").path("template").path("metadata").path("labels"))) {
       out.add("podmonitor.yaml: spec.selector does not select the pod template's labels");
     }
+    if (podMonitor.path("spec").path("podMetricsEndpoints").isEmpty()) {
+      out.add("podmonitor.yaml: no podMetricsEndpoints");
+    }
     for (JsonNode ep : podMonitor.path("spec").path("podMetricsEndpoints")) {
       Integer port = named.get(ep.path("port").asText());
       if (port == null || port != adminPort || !ep.path("path").asText("/metrics").equals("/metrics")) {
