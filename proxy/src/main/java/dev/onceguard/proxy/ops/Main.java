@@ -77,9 +77,7 @@ public final class Main implements Runnable {
       try {
         cfg = new ConfigReader().read(config);
       } catch (ConfigException e) {
-        err.println("config error: " + e.getMessage());
-        err.flush();
-        return EXIT_CONFIG;
+        return configErrors(err, e);
       }
       return call(cfg, spec.commandLine().getOut(), err);
     }
@@ -262,9 +260,7 @@ public final class Main implements Runnable {
         try {
           sidecar.start();
         } catch (ConfigException e) {
-          err.println("config error: " + e.getMessage());
-          err.flush();
-          code = EXIT_CONFIG;
+          code = configErrors(err, e);
           return code;
         } catch (IOException e) {
           err.println("error: " + e.getMessage());
@@ -293,6 +289,13 @@ public final class Main implements Runnable {
         }
       }
     }
+  }
+
+  /** Prints every problem as a line {@code config error: <path>: <message>}; returns {@link #EXIT_CONFIG}. */
+  static int configErrors(PrintWriter err, ConfigException e) {
+    e.problems().forEach(p -> err.println("config error: " + p));
+    err.flush();
+    return EXIT_CONFIG;
   }
 
   static String summary(Path file, SidecarConfig c) {
