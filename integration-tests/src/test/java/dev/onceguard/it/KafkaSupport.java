@@ -67,6 +67,11 @@ public final class KafkaSupport implements AutoCloseable {
     return name;
   }
 
+  /** Deletes {@code names} on close too (topics something else created, such as the sidecar). */
+  public void deleteOnClose(String... names) {
+    created.addAll(List.of(names));
+  }
+
   /** Sends all records (acks=all, idempotent) and waits for every acknowledgement. */
   public List<RecordMetadata> produce(Collection<ProducerRecord<byte[], byte[]>> records) {
     Properties p = new Properties();
