@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The preflight of the packaged jar against the real stack: {@code validate --connect} checks
  * Kafka topics, MySQL, Redis and the business target and blames every problem on its component at
- * once (exit 3 when the environment is not ready); {@code run} refuses to start without its
+ * once (exit 4 when the environment is not ready); {@code run} refuses to start without its
  * escalation topic, or creates it with {@code kafka.create-topics: true}.
  */
 class PreflightIT {
@@ -57,7 +57,7 @@ class PreflightIT {
   }
 
   @Test
-  void validateConnect_missingEscalationTopic_mysqlCut_targetNotListening_allNamedAtOnce_exit3() throws Exception {
+  void validateConnect_missingEscalationTopic_mysqlCut_targetNotListening_allNamedAtOnce_exit4() throws Exception {
     try (KafkaSupport kafka = new KafkaSupport();
         TcpGate gate = new TcpGate(ItEnv.mysqlHost(), ItEnv.mysqlPort())) {
       gate.cut();
@@ -68,7 +68,7 @@ class PreflightIT {
 
       SidecarProcess.Outcome r = SidecarProcess.command("preflight-bad", yaml, COMMAND_TIMEOUT, "validate", "--connect");
 
-      assertThat(r.exitCode()).as(r.output()).isEqualTo(3);
+      assertThat(r.exitCode()).as(r.output()).isEqualTo(4);
       assertThat(r.output())
           .contains("ok    kafka: metadata read")
           .contains("FAIL  mysql: MySQL " + ItEnv.mysqlHost() + ":" + gate.port() + "/")
@@ -93,7 +93,7 @@ class PreflightIT {
 
         SidecarProcess.Outcome r = SidecarProcess.command("preflight-run-missing", yaml, COMMAND_TIMEOUT, "run");
 
-        assertThat(r.exitCode()).as(r.output()).isEqualTo(3);
+        assertThat(r.exitCode()).as(r.output()).isEqualTo(4);
         assertThat(r.output())
             .contains("not ready: route lines: escalation topic '" + missingEscalations + "' does not exist. Create it before "
                 + "starting the sidecar, or set kafka.create-topics: true")

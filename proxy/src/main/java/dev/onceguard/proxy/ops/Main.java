@@ -32,9 +32,10 @@ import picocli.CommandLine.Spec;
  *
  * <p>Exit codes: 0 success (for {@code run}: stopped by SIGTERM/SIGINT after a drain); 1 runtime
  * failure (a route consumer died, the port could not be bound, {@code run --fail-fast} could not
- * reach MySQL or Kafka); 2 bad configuration or usage; 3 the environment is not ready for the
- * configuration ({@code validate --connect} found a problem, or {@code run} found an escalation or
- * verdict topic missing). Configuration errors print one line {@code config error: <path>: <message>}
+ * reach MySQL or Kafka); 2 bad configuration or usage; 3 an operator command refused
+ * ({@link AdminCommands#EXIT_REFUSED}); 4 the environment is not ready for the configuration
+ * ({@code validate --connect} found a problem, or {@code run} found an escalation or verdict topic
+ * missing). Configuration errors print one line {@code config error: <path>: <message>}
  * per problem on stderr, every problem at once, without a stack trace.
  */
 @Command(name = "onceguard", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
@@ -45,7 +46,7 @@ public final class Main implements Runnable {
   static final int EXIT_OK = 0;
   static final int EXIT_FAILURE = 1;
   static final int EXIT_CONFIG = 2;
-  static final int EXIT_NOT_READY = 3;
+  static final int EXIT_NOT_READY = 4;
 
   @Spec
   CommandSpec spec;
@@ -96,7 +97,7 @@ public final class Main implements Runnable {
 
   @Command(name = "validate", mixinStandardHelpOptions = true,
       description = {"Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).",
-          "With --connect, also check the environment and exit 3 when it is not ready."})
+          "With --connect, also check the environment and exit 4 when it is not ready."})
   static final class Validate extends ConfigCommand {
     @Option(names = "--connect", description = "Also connect: the topics exist (partition counts), MySQL answers and grants "
         + "what the sidecar needs, Redis answers PING, each push route's target accepts connections.")

@@ -134,14 +134,14 @@ class MainTest {
   }
 
   @Test
-  void validateConnect_nothingReachable_exit3_eachProblemBlamedOnItsComponent_noStackTrace() throws Exception {
+  void validateConnect_nothingReachable_exit4_eachProblemBlamedOnItsComponent_noStackTrace() throws Exception {
     String yaml = VALID.replace("bootstrap-servers: 127.0.0.1:9092", "bootstrap-servers: 127.0.0.1:9")
         .replace("  database: test\n", "  database: test\n  port: 1\n")
         .replace("target: 127.0.0.1:7000", "target: 127.0.0.1:1");
 
     int code = run("validate", "--connect", "--config", file(yaml).toString());
 
-    assertThat(code).isEqualTo(3);
+    assertThat(code).isEqualTo(4);
     assertThat(out.toString()).contains("is valid")
         .contains("FAIL  kafka: Kafka (127.0.0.1:9): ")
         .contains("FAIL  mysql: MySQL 127.0.0.1:1/test (user root): ")
