@@ -67,6 +67,24 @@ public final class KafkaSupport implements AutoCloseable {
     return name;
   }
 
+  /** Deletes {@code name} now and waits until the broker no longer lists it. */
+  public void deleteTopic(String name) throws InterruptedException {
+    get(admin.deleteTopics(List.of(name)).all());
+    created.remove(name);
+    long deadline = System.nanoTime() + TIMEOUT.toNanos();
+    while (get(admin.listTopics().names()).contains(name)) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("topic " + name + " still listed " + TIMEOUT + " after its deletion");
+      }
+      TimeUnit.MILLISECONDS.sleep(100);
+    }
+  }
+
+  /** Deletes {@code names} on close too (topics something else created, such as the sidecar). */
+  public void deleteOnClose(String... names) {
+    created.addAll(List.of(names));
+  }
+
   /** Sends all records (acks=all, idempotent) and waits for every acknowledgement. */
   public List<RecordMetadata> produce(Collection<ProducerRecord<byte[], byte[]>> records) {
     Properties p = new Properties();

@@ -127,6 +127,7 @@ class ShutdownIT {
     assertThat(new File(jar)).as("the runnable jar; build it with mvn package").exists();
     try (KafkaSupport kafka = new KafkaSupport(); RecordingBusiness business = RecordingBusiness.start()) {
       String topic = kafka.createTopic("sigterm", 2);
+      kafka.createTopicNamed(topic + ".escalate", 1); // run refuses to start without its escalation topic
       String group = "sigterm-it-" + ItEnv.uniqueSuffix();
       kafka.produce(RetryIT.records(topic, 2, 200));
       business.behave(d -> Reply.ok().after(Duration.ofMillis(20)));

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The shipped alerts on a real Prometheus scraping a real sidecar process: a route whose
- * escalation topic does not exist keeps its escalated record in flight (the write is retried, the
+ * escalation topic was deleted after the start keeps its escalated record in flight (the write is retried, the
  * partition commits nothing past it). Prometheus, scraping every second and evaluating the shipped
  * rules every second (their {@code for:} durations shortened, their expressions as shipped), fires
  * {@code OnceGuardEscalationSendFailing}; the partition's oldest-unfinished age climbs while it
@@ -47,7 +47,8 @@ class AlertsIT {
         Mysql mysql = new Mysql();
         RecordingBusiness business = RecordingBusiness.start()) {
       String topic = kafka.createTopic("alerts", 1);
-      String missingEscalationTopic = topic + "-escalate-never-created";
+      // created for the start (run refuses to start without it), deleted once the sidecar serves
+      String missingEscalationTopic = kafka.createTopicNamed(topic + "-escalate-deleted", 1);
       int grpcPort = RecordingBusiness.freePort();
       int metricsPort = RecordingBusiness.freePort();
       String yaml = """
@@ -72,6 +73,7 @@ class AlertsIT {
       try (SidecarProcess sidecar = SidecarProcess.start("alerts", yaml, grpcPort);
           PrometheusServer prometheus = PrometheusServer.start("alerts", SidecarProcess.LOGS, rules, "127.0.0.1:" + metricsPort)) {
         sidecar.awaitServing(Duration.ofSeconds(60));
+        kafka.deleteTopic(missingEscalationTopic);
         // one record the business accepts, then one without the business key: MISSING_FIELD, escalated
         kafka.produce(List.of(
             new ProducerRecord<>(topic, "a".getBytes(StandardCharsets.UTF_8), "{\"id\":\"a\"}".getBytes(StandardCharsets.UTF_8)),

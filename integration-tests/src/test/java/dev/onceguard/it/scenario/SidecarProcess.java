@@ -87,6 +87,34 @@ final class SidecarProcess implements AutoCloseable {
     }
   }
 
+  /** What a command of the packaged jar printed (stdout and stderr together) and its exit code. */
+  record Outcome(int exitCode, String output) {}
+
+  /**
+   * Runs {@code java -jar onceguard.jar <command> --config FILE} with {@code yaml} as the file and
+   * waits for it to end (an error after {@code timeout}).
+   */
+  static Outcome command(String name, String yaml, Duration timeout, String... command) throws InterruptedException {
+    try {
+      Files.createDirectories(LOGS);
+      Path config = LOGS.resolve(name + ".yaml");
+      Files.writeString(config, yaml);
+      Path log = LOGS.resolve(name + ".log");
+      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx256m", "-jar", jar().toString()));
+      cmd.addAll(List.of(command));
+      cmd.addAll(List.of("--config", config.toString()));
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+      if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        p.destroyForcibly();
+        throw new AssertionError(name + ": " + cmd + " still running after " + timeout + "; its output:\n" + Files.readString(log));
+      }
+      return new Outcome(p.exitValue(), Files.readString(log));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot run " + name, e);
+    }
+  }
+
   long pid() {
     return process.pid();
   }

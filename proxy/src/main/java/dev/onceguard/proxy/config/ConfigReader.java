@@ -26,13 +26,21 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigDef;
 
 /**
  * Parses the sidecar's YAML once and validates all of it, so that a bad setting fails start-up
- * with a message naming its path ({@code routes[0].business-key[2]: ...}). Unknown keys are
- * errors too (a typo must not silently fall back to a default). Defaults are public constants.
+ * with a message naming its path ({@code routes[0].business-key[2]: ...}). Every problem of the
+ * file is reported at once ({@link ConfigException#problems()}), not only the first. Unknown keys
+ * are errors too (a typo must not silently fall back to a default), with the known key they are
+ * closest to. {@code kafka.properties} are checked against the Kafka clients' own definitions
+ * (type and allowed values). Defaults are public constants.
  *
  * <p>Environment references {@code ${NAME}} and {@code ${NAME:-default}} in string values are
  * expanded, so that secrets and per-deployment addresses can stay out of the file.
@@ -65,7 +73,7 @@ public final class ConfigReader {
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Pattern TOPIC = Pattern.compile("[A-Za-z0-9._-]{1,249}");
   private static final Pattern ENV = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?}");
-  private static final Pattern HOST_PORT = Pattern.compile("[^:\\s]+:\\d{1,5}");
+  private static final Pattern HOST_PORT = Pattern.compile("([^:\\s]+):(\\d{1,5})");
 
   private final Map<String, String> env;
 
@@ -101,32 +109,52 @@ public final class ConfigReader {
     if (root == null || !root.isObject()) {
       throw new ConfigException(sourceName + ": the configuration must be a YAML mapping");
     }
-    return readRoot(new Node(root, "", env));
+    Problems problems = new Problems();
+    SidecarConfig config = readRoot(new Node(root, "", env, problems), problems);
+    problems.throwIfAny();
+    return config;
   }
 
-  private SidecarConfig readRoot(Node root) {
+  /**
+   * The problems of one read, in the order found. Reading goes on after a problem with a fallback
+   * value, so that one run reports them all; the fallback never reaches a caller.
+   */
+  private static final class Problems {
+    private final List<String> found = new ArrayList<>();
+
+    void add(String problem) {
+      found.add(problem);
+    }
+
+    /** Runs one part of the read; a problem it throws is recorded and the read goes on without it. */
+    <T> T attempt(Supplier<T> part) {
+      try {
+        return part.get();
+      } catch (ConfigException e) {
+        found.addAll(e.problems());
+        return null;
+      }
+    }
+
+    void throwIfAny() {
+      if (!found.isEmpty()) {
+        throw new ConfigException(found);
+      }
+    }
+  }
+
+  private SidecarConfig readRoot(Node root, Problems problems) {
     Node sidecar = root.optObject("sidecar");
     String instanceId = sidecar.string("instance-id", defaultInstanceId());
     if (instanceId.isBlank() || instanceId.length() > 100) {
-      throw sidecar.error("instance-id", "must be 1 to 100 characters (it prefixes the claim owner id stored in the ledger)");
+      sidecar.fail("instance-id", "must be 1 to 100 characters (it prefixes the claim owner id stored in the ledger)");
     }
-    String listen = sidecar.string("grpc-listen", DEFAULT_GRPC_LISTEN);
-    if (!HOST_PORT.matcher(listen).matches()) {
-      throw sidecar.error("grpc-listen", "'" + listen + "' is not host:port");
-    }
-    String metrics = sidecar.string("metrics-listen", null);
-    if (metrics != null && !HOST_PORT.matcher(metrics).matches()) {
-      throw sidecar.error("metrics-listen", "'" + metrics + "' is not host:port");
-    }
-    String admin = sidecar.string("admin-listen", null);
-    if (admin != null) {
-      if (!HOST_PORT.matcher(admin).matches() || Integer.parseInt(admin.substring(admin.lastIndexOf(':') + 1)) > 65535) {
-        throw sidecar.error("admin-listen", "'" + admin + "' is not host:port (port 0 to 65535), e.g. 0.0.0.0:9401");
-      }
-      if (admin.equals(listen) || admin.equals(metrics)) {
-        throw sidecar.error("admin-listen", "'" + admin + "' is also sidecar." + (admin.equals(listen) ? "grpc-listen" : "metrics-listen")
-            + "; give it a port of its own (it serves /metrics too)");
-      }
+    String listen = sidecar.hostPort("grpc-listen", DEFAULT_GRPC_LISTEN, 0, "127.0.0.1:7700");
+    String metrics = sidecar.hostPort("metrics-listen", null, 0, "0.0.0.0:9400");
+    String admin = sidecar.hostPort("admin-listen", null, 0, "0.0.0.0:9401");
+    if (admin != null && (admin.equals(listen) || admin.equals(metrics))) {
+      sidecar.fail("admin-listen", "'" + admin + "' is also sidecar." + (admin.equals(listen) ? "grpc-listen" : "metrics-listen")
+          + "; give it a port of its own (it serves /metrics too)");
     }
     Duration shutdown = sidecar.duration("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT);
     Duration commitInterval = sidecar.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
@@ -134,7 +162,17 @@ public final class ConfigReader {
 
     Node k = root.object("kafka");
     String bootstrap = k.requiredString("bootstrap-servers");
+    if (bootstrap != null) {
+      for (String server : bootstrap.split(",")) {
+        String problem = hostPortProblem(server.trim(), 1);
+        if (problem != null) {
+          k.fail("bootstrap-servers", problem + ", e.g. kafka-1:9092,kafka-2:9092");
+        }
+      }
+    }
     Map<String, String> props = k.stringMap("properties");
+    props.forEach((key, value) -> checkKafkaProperty(k, key, value));
+    boolean createTopics = k.bool("create-topics", false);
     k.done();
 
     Node m = root.object("mysql");
@@ -154,18 +192,18 @@ public final class ConfigReader {
     String uri = r.string("uri", null);
     String redisMode = r.string("mode", "standalone");
     if (!redisMode.equals("standalone") && !redisMode.equals("cluster")) {
-      throw r.error("mode", "'" + redisMode + "' is not one of standalone, cluster");
+      r.fail("mode", "'" + redisMode + "' is not one of standalone, cluster");
     }
     boolean cluster = redisMode.equals("cluster");
     if (uri != null) {
       String[] parts = uri.split(",");
       if (parts.length > 1 && !cluster) {
-        throw r.error("uri", "several URIs are only allowed with mode: cluster (they are its seed nodes)");
+        r.fail("uri", "several URIs are only allowed with mode: cluster (they are its seed nodes)");
       }
       for (String part : parts) {
-        String u = part.trim();
-        if (!u.startsWith("redis://") && !u.startsWith("rediss://")) {
-          throw r.error("uri", "'" + u + "' is not a redis:// or rediss:// URI");
+        String problem = redisUriProblem(part.trim());
+        if (problem != null) {
+          r.fail("uri", problem);
         }
       }
     }
@@ -182,31 +220,100 @@ public final class ConfigReader {
     for (String name : ms.keys()) {
       Node mn = ms.object(name);
       if (!NAME.matcher(name).matches()) {
-        throw ms.error(name, "machine name must match " + NAME.pattern());
+        ms.fail(name, "machine name must match " + NAME.pattern());
       }
-      machines.put(name, readMachine(name, mn));
+      MachineConfig mc = problems.attempt(() -> readMachine(name, mn));
+      if (mc != null) {
+        machines.put(name, mc);
+      }
     }
     ms.done();
 
     List<RouteConfig> routes = new ArrayList<>();
     List<Node> rs = root.list("routes");
-    if (rs.isEmpty()) {
-      throw new ConfigException("routes: at least one route is required");
+    if (!root.has("routes")) {
+      root.missing("routes", "at least one route is required");
+    } else if (root.node.get("routes").isEmpty()) {
+      root.fail("routes", "at least one route is required");
     }
     Set<String> routeNames = new HashSet<>();
     Map<String, RouteConfig> entityModel = new HashMap<>();
     for (Node rn : rs) {
-      RouteConfig rc = readRoute(rn, machines);
+      RouteConfig rc = problems.attempt(() -> readRoute(rn, machines, ms.keys()));
+      if (rc == null) {
+        continue;
+      }
       if (!routeNames.add(rc.name())) {
-        throw rn.error("name", "duplicate route name '" + rc.name() + "'");
+        rn.fail("name", "duplicate route name '" + rc.name() + "'");
       }
       checkSameEntityModel(rn, rc, entityModel);
       routes.add(rc);
     }
     root.done();
     return new SidecarConfig(
-        instanceId, listen, metrics, admin, shutdown, commitInterval, new KafkaConfig(bootstrap, props), mysql, redis,
+        instanceId, listen, metrics, admin, shutdown, commitInterval, new KafkaConfig(bootstrap, props, createTopics), mysql, redis,
         Collections.unmodifiableMap(machines), List.copyOf(routes));
+  }
+
+  /**
+   * Checks one {@code kafka.properties} entry the way the Kafka clients parse it: its type and its
+   * validator (an enum such as {@code security.protocol}, a range), so that a bad value fails here,
+   * naming {@code kafka.properties.<key>}, and not later inside a client blamed on something else.
+   */
+  private static void checkKafkaProperty(Node kafka, String key, String value) {
+    List<ConfigDef> defs = List.of(ConsumerConfig.configDef(), ProducerConfig.configDef(), AdminClientConfig.configDef());
+    boolean known = false;
+    for (ConfigDef def : defs) {
+      ConfigDef.ConfigKey ck = def.configKeys().get(key);
+      if (ck == null) {
+        continue;
+      }
+      known = true;
+      try {
+        Object parsed = ConfigDef.parseType(key, value, ck.type);
+        if (ck.validator != null) {
+          ck.validator.ensureValid(key, parsed);
+        }
+      } catch (org.apache.kafka.common.config.ConfigException e) {
+        kafka.fail("properties." + key, e.getMessage());
+        return;
+      }
+    }
+    if (!known) {
+      // A name close to a client property is a typo. Any other unknown name is passed on: the
+      // clients hand their configuration to plugins (interceptors, SASL callback handlers, config
+      // providers), whose own settings no ConfigDef here knows.
+      Set<String> names = new HashSet<>();
+      defs.forEach(d -> names.addAll(d.names()));
+      String near = closest(key, names);
+      if (near != null) {
+        kafka.fail("properties." + key, "not a property of the Kafka consumer, producer or admin client (did you mean '" + near + "'?)");
+      }
+    }
+  }
+
+  /** Why {@code hostPort} is not {@code host:port} with a port from {@code minPort} to 65535; {@code null} when it is. */
+  private static String hostPortProblem(String hostPort, int minPort) {
+    Matcher mt = HOST_PORT.matcher(hostPort);
+    if (!mt.matches() || Integer.parseInt(mt.group(2)) < minPort || Integer.parseInt(mt.group(2)) > 65535) {
+      return "'" + hostPort + "' is not host:port (port " + minPort + " to 65535)";
+    }
+    return null;
+  }
+
+  private static String redisUriProblem(String uri) {
+    if (!uri.startsWith("redis://") && !uri.startsWith("rediss://")) {
+      return "'" + uri + "' is not a redis:// or rediss:// URI";
+    }
+    try {
+      java.net.URI u = new java.net.URI(uri);
+      if (u.getHost() == null || u.getPort() > 65535 || u.getPort() == 0) {
+        return "'" + uri + "' has no host, or a port outside 1 to 65535";
+      }
+      return null;
+    } catch (java.net.URISyntaxException e) {
+      return "'" + uri + "' is not a valid URI: " + e.getReason();
+    }
   }
 
   /**
@@ -220,7 +327,7 @@ public final class ConfigReader {
     }
     RouteConfig first = firstOfMachine.putIfAbsent(rc.machine(), rc);
     if (first != null && first.entityId().size() != rc.entityId().size()) {
-      throw rn.error("entity-id", rc.entityId().size() + " field(s) " + fieldNames(rc.entityId()) + ", but route '" + first.name()
+      rn.fail("entity-id", rc.entityId().size() + " field(s) " + fieldNames(rc.entityId()) + ", but route '" + first.name()
           + "' of machine '" + rc.machine() + "' has " + first.entityId().size() + " " + fieldNames(first.entityId())
           + "; every route of a machine must identify its entities the same way");
     }
@@ -235,53 +342,71 @@ public final class ConfigReader {
     return h == null || h.isBlank() ? "onceguard" : h;
   }
 
+  /** Returns {@code null} when the machine's problems leave nothing to check its routes against. */
   private MachineConfig readMachine(String name, Node n) {
     List<String> states = n.stringList("states", true);
+    if (states.isEmpty()) {
+      return null; // reported; every event would fail against no states
+    }
     Set<String> stateSet = new LinkedHashSet<>();
     for (int i = 0; i < states.size(); i++) {
       String s = states.get(i);
       if (!NAME.matcher(s).matches()) {
-        throw new ConfigException(n.path("states[" + i + "]") + ": state name '" + s + "' must match " + NAME.pattern());
-      }
-      if (!stateSet.add(s)) {
-        throw new ConfigException(n.path("states[" + i + "]") + ": duplicate state '" + s + "'");
+        n.failAt(n.path("states[" + i + "]"), "state name '" + s + "' must match " + NAME.pattern());
+      } else if (!stateSet.add(s)) {
+        n.failAt(n.path("states[" + i + "]"), "duplicate state '" + s + "'");
       }
     }
     Set<String> terminal = new LinkedHashSet<>(n.stringList("terminal", false));
     for (String t : terminal) {
       if (!stateSet.contains(t)) {
-        throw n.error("terminal", "unknown state '" + t + "' (declared states: " + stateSet + ")");
+        n.fail("terminal", "unknown state '" + t + "' (declared states: " + stateSet + ")");
       }
     }
     Node evs = n.object("events");
     Map<String, EventConfig> events = new LinkedHashMap<>();
     for (String ev : evs.keys()) {
       if (!NAME.matcher(ev).matches()) {
-        throw evs.error(ev, "event name must match " + NAME.pattern());
+        evs.fail(ev, "event name must match " + NAME.pattern());
       }
       Node en = evs.object(ev);
       Set<String> from = new LinkedHashSet<>(en.stringList("from", false));
       String to = en.requiredString("to");
+      boolean valid = to != null;
       for (String f : from) {
         if (!stateSet.contains(f)) {
-          throw en.error("from", "unknown state '" + f + "' (declared states: " + stateSet + ")");
-        }
-        if (terminal.contains(f)) {
-          throw en.error("from", "state '" + f + "' is terminal; no event may leave it");
+          en.fail("from", "unknown state '" + f + "' (declared states: " + stateSet + ")");
+          valid = false;
+        } else if (terminal.contains(f)) {
+          en.fail("from", "state '" + f + "' is terminal; no event may leave it");
+          valid = false;
         }
       }
-      if (!stateSet.contains(to)) {
-        throw en.error("to", "unknown state '" + to + "' (declared states: " + stateSet + ")");
+      if (to != null && !stateSet.contains(to)) {
+        en.fail("to", "unknown state '" + to + "' (declared states: " + stateSet + ")");
+        valid = false;
       }
       en.done();
-      events.put(ev, new EventConfig(ev, Collections.unmodifiableSet(from), to));
+      if (valid) {
+        events.put(ev, new EventConfig(ev, Collections.unmodifiableSet(from), to));
+      }
     }
     evs.done();
+    if (events.size() < evs.keys().size() || !n.has("events") || evs.broken) {
+      // each event's problem, or the section's, is reported already; the graph checks below
+      // would only repeat it (a state unreachable for want of the event left out)
+      n.done();
+      return null;
+    }
     if (events.isEmpty()) {
-      throw n.error("events", "a machine needs at least one event");
+      n.fail("events", "a machine needs at least one event");
+      n.done();
+      return null;
     }
     if (events.values().stream().noneMatch(EventConfig::creating)) {
-      throw n.error("events", "no creating event (an event without 'from'); entities could never be created");
+      n.fail("events", "no creating event (an event without 'from'); entities could never be created");
+      n.done();
+      return null;
     }
     // Reachability from the creating events' targets.
     Map<String, Set<String>> next = new HashMap<>();
@@ -301,7 +426,7 @@ public final class ConfigReader {
     }
     for (String s : stateSet) {
       if (!seen.contains(s)) {
-        throw n.error("states", "state '" + s + "' is unreachable from any creating event");
+        n.fail("states", "state '" + s + "' is unreachable from any creating event");
       }
     }
     List<String> cycles = new ArrayList<>();
@@ -324,15 +449,20 @@ public final class ConfigReader {
     return new MachineConfig(name, List.copyOf(states), Collections.unmodifiableSet(terminal), Collections.unmodifiableMap(events), cycleReport);
   }
 
-  private RouteConfig readRoute(Node n, Map<String, MachineConfig> machines) {
+  /**
+   * @param declaredMachines every machine named in the file, also those whose own problems kept
+   *     them out of {@code machines} (a route naming one is not blamed for it)
+   * @return {@code null} when a problem leaves no route to build (every problem is recorded)
+   */
+  private RouteConfig readRoute(Node n, Map<String, MachineConfig> machines, List<String> declaredMachines) {
     String name = n.requiredString("name");
-    if (!NAME.matcher(name).matches()) {
-      throw n.error("name", "route name '" + name + "' must match " + NAME.pattern());
+    if (name != null && !NAME.matcher(name).matches()) {
+      n.fail("name", "route name '" + name + "' must match " + NAME.pattern());
     }
     List<String> topics = n.stringList("topics", true);
     for (int i = 0; i < topics.size(); i++) {
       if (!TOPIC.matcher(topics.get(i)).matches()) {
-        throw new ConfigException(n.path("topics[" + i + "]") + ": '" + topics.get(i) + "' is not a valid Kafka topic name");
+        n.failAt(n.path("topics[" + i + "]"), "'" + topics.get(i) + "' is not a valid Kafka topic name");
       }
     }
     String group = n.string("group", "onceguard-" + name);
@@ -340,74 +470,72 @@ public final class ConfigReader {
     MachineConfig mc = null;
     if (machine != null) {
       mc = machines.get(machine);
-      if (mc == null) {
-        throw n.error("machine", "unknown machine '" + machine + "' (configured: " + machines.keySet() + ")");
+      if (mc == null && !declaredMachines.contains(machine)) {
+        n.fail("machine", "unknown machine '" + machine + "' (configured: " + declaredMachines + ")");
       }
     }
-    List<FieldSource> entity = n.entityId("entity-id", mc != null);
-    FieldSource event = n.fieldSource("event", mc != null);
-    if (mc == null && (!entity.isEmpty() || event != null)) {
-      throw n.error(!entity.isEmpty() ? "entity-id" : "event", "only meaningful with a 'machine'");
+    List<FieldSource> entity = n.entityId("entity-id", machine != null);
+    FieldSource event = n.fieldSource("event", machine != null);
+    if (machine == null && (!entity.isEmpty() || event != null)) {
+      n.fail(!entity.isEmpty() ? "entity-id" : "event", "only meaningful with a 'machine'");
     }
-    if (event instanceof FieldSource.Constant c && !mc.events().containsKey(c.value())) {
-      throw n.error("event", "constant event '" + c.value() + "' is not an event of machine '" + machine + "' (events: " + mc.events().keySet() + ")");
+    if (mc != null && event instanceof FieldSource.Constant c && !mc.events().containsKey(c.value())) {
+      n.fail("event", "constant event '" + c.value() + "' is not an event of machine '" + machine + "' (events: " + mc.events().keySet() + ")");
     }
     List<FieldSource> key = n.fieldSourceList("business-key", true);
     n.rejectEmptyConstants("business-key", key);
     List<FieldSource> fp = n.fieldSourceList("fingerprint", false);
     List<String> fpExclude = n.stringList("fingerprint-exclude", false);
     for (int i = 0; i < fpExclude.size(); i++) {
-      FieldSource fs = FieldSource.parse(fpExclude.get(i), null, n.path("fingerprint-exclude[" + i + "]"));
-      if (!(fs instanceof FieldSource.ValuePointer)) {
-        throw new ConfigException(n.path("fingerprint-exclude[" + i + "]") + ": must be a JSON pointer into the value");
+      String p = n.path("fingerprint-exclude[" + i + "]");
+      String spec = fpExclude.get(i);
+      FieldSource fs = n.problems.attempt(() -> FieldSource.parse(spec, null, p));
+      if (fs != null && !(fs instanceof FieldSource.ValuePointer)) {
+        n.failAt(p, "must be a JSON pointer into the value");
       }
     }
     if (!fp.isEmpty() && !fpExclude.isEmpty()) {
-      throw n.error("fingerprint-exclude", "give either 'fingerprint' (fields to include) or 'fingerprint-exclude', not both");
+      n.fail("fingerprint-exclude", "give either 'fingerprint' (fields to include) or 'fingerprint-exclude', not both");
     }
     String modeText = n.string("mode", "push");
-    Mode mode;
+    Mode mode = null;
     try {
       mode = Mode.valueOf(modeText.toUpperCase(java.util.Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw n.error("mode", "'" + modeText + "' is not one of push, pull");
+      n.fail("mode", "'" + modeText + "' is not one of push, pull");
     }
-    String target = n.string("target", null);
-    if (mode == Mode.PUSH && target == null) {
-      throw n.error("target", "required in push mode: host:port of the business container's MessageHandler");
-    }
-    if (target != null && !HOST_PORT.matcher(target).matches()) {
-      throw n.error("target", "'" + target + "' is not host:port");
+    String target = n.hostPort("target", null, 1, "127.0.0.1:7000");
+    if (mode == Mode.PUSH && target == null && !n.has("target")) {
+      n.missing("target", "required in push mode: host:port of the business container's MessageHandler");
     }
     Duration handlerTimeout = n.duration("handler-timeout", DEFAULT_HANDLER_TIMEOUT);
     Duration ttl = n.duration("redis-ttl", DEFAULT_REDIS_TTL);
     Duration lease = n.duration("lease", DEFAULT_LEASE);
     if (lease.compareTo(Duration.ofSeconds(1)) < 0) {
-      throw n.error("lease", "must be at least 1s");
+      n.fail("lease", "must be at least 1s");
     }
     Duration early = n.duration("early-arrival-timeout", DEFAULT_EARLY_ARRIVAL_TIMEOUT);
     Duration earlyRetry = n.duration("early-arrival-retry", DEFAULT_EARLY_ARRIVAL_RETRY);
-    String esc = n.string("escalation-topic", topics.get(0) + ".escalate");
-    if (!TOPIC.matcher(esc).matches()) {
-      throw n.error("escalation-topic", "'" + esc + "' is not a valid Kafka topic name");
-    }
-    if (topics.contains(esc)) {
-      throw n.error("escalation-topic", "'" + esc + "' is also a source topic of this route");
+    String esc = n.string("escalation-topic", topics.isEmpty() ? null : topics.get(0) + ".escalate");
+    if (esc != null && !TOPIC.matcher(esc).matches()) {
+      n.fail("escalation-topic", "'" + esc + "' is not a valid Kafka topic name");
+    } else if (esc != null && topics.contains(esc)) {
+      n.fail("escalation-topic", "'" + esc + "' is also a source topic of this route");
     }
     String verdict = n.string("verdict-topic", null);
     if (verdict != null && !TOPIC.matcher(verdict).matches()) {
-      throw n.error("verdict-topic", "'" + verdict + "' is not a valid Kafka topic name");
+      n.fail("verdict-topic", "'" + verdict + "' is not a valid Kafka topic name");
     }
     int perPartition = n.intRange("max-in-flight-per-partition", DEFAULT_MAX_IN_FLIGHT_PER_PARTITION, 1, 100_000);
     int total = n.intRange("max-in-flight", DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
     int uncommitted = n.intRange("max-uncommitted-per-partition", DEFAULT_MAX_UNCOMMITTED_FACTOR * perPartition, 1, 10_000_000);
     if (uncommitted < perPartition) {
-      throw n.error("max-uncommitted-per-partition", uncommitted + " is below max-in-flight-per-partition (" + perPartition + ")");
+      n.fail("max-uncommitted-per-partition", uncommitted + " is below max-in-flight-per-partition (" + perPartition + ")");
     }
     // the default shrinks with a small per-partition bound; an explicit value must fit in it
     int reorderWindow = n.intRange("reorder-window", Math.min(DEFAULT_REORDER_WINDOW, perPartition), 1, 64);
     if (reorderWindow > perPartition) {
-      throw n.error("reorder-window", reorderWindow + " exceeds max-in-flight-per-partition (" + perPartition + ")");
+      n.fail("reorder-window", reorderWindow + " exceeds max-in-flight-per-partition (" + perPartition + ")");
     }
     Node rn = n.optObject("retry");
     RetryConfig retry = new RetryConfig(
@@ -415,10 +543,13 @@ public final class ConfigReader {
         rn.duration("max-backoff", DEFAULT_MAX_BACKOFF),
         rn.intRange("max-attempts", DEFAULT_MAX_ATTEMPTS, 1, 1_000_000));
     if (retry.maxBackoff().compareTo(retry.initialBackoff()) < 0) {
-      throw rn.error("max-backoff", "must not be smaller than initial-backoff");
+      rn.fail("max-backoff", "must not be smaller than initial-backoff");
     }
     rn.done();
     n.done();
+    if (name == null || topics.isEmpty() || esc == null || mode == null) {
+      return null;
+    }
     return new RouteConfig(name, List.copyOf(topics), group, machine, entity, event, List.copyOf(key), List.copyOf(fp),
         List.copyOf(fpExclude), mode, target, handlerTimeout, ttl, lease, early, earlyRetry, esc, verdict, perPartition, total,
         uncommitted, reorderWindow, retry);
@@ -446,25 +577,107 @@ public final class ConfigReader {
     }
   }
 
-  /** A mapping being read, with its path; remembers which keys were consumed. */
+  /**
+   * The name among {@code known} that {@code key} is most likely a typo of (at most two edits,
+   * a swap of neighbours counting as one; {@code _} and {@code -} alike), or {@code null}.
+   */
+  static String closest(String key, java.util.Collection<String> known) {
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    String k = key.toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    for (String candidate : known) {
+      int d = editDistance(k, candidate.toLowerCase(java.util.Locale.ROOT).replace('_', '-'));
+      int limit = Math.min(k.length(), candidate.length()) <= 4 ? 1 : 2;
+      if (d <= limit && (d < bestDistance || d == bestDistance && candidate.compareTo(best) < 0)) {
+        best = candidate;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
+  /** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+  private static int editDistance(String a, String b) {
+    int[][] d = new int[a.length() + 1][b.length() + 1];
+    for (int i = 0; i <= a.length(); i++) {
+      d[i][0] = i;
+    }
+    for (int j = 0; j <= b.length(); j++) {
+      d[0][j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+        if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2) && a.charAt(i - 2) == b.charAt(j - 1)) {
+          d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.length()][b.length()];
+  }
+
+  /**
+   * A mapping being read, with its path; remembers which keys were consumed. A setting with a
+   * problem records it in the shared {@link Problems} and reads as its default (or {@code null} /
+   * empty), so that the rest of the file is still checked.
+   */
   private static final class Node {
     private final JsonNode node;
     private final String path;
     private final Map<String, String> env;
+    final Problems problems;
+    /** A section that is missing or not a mapping: that is reported once, not each of its settings. */
+    private final boolean broken;
     private final Set<String> used = new HashSet<>();
+    /** Unknown keys already reported (as the likely typo of a required one). */
+    private final Set<String> reported = new HashSet<>();
 
-    Node(JsonNode node, String path, Map<String, String> env) {
+    Node(JsonNode node, String path, Map<String, String> env, Problems problems) {
+      this(node, path, env, problems, false);
+    }
+
+    private Node(JsonNode node, String path, Map<String, String> env, Problems problems, boolean broken) {
       this.node = node;
       this.path = path;
       this.env = env;
+      this.problems = problems;
+      this.broken = broken;
     }
 
     String path(String key) {
       return path.isEmpty() ? key : path + "." + key;
     }
 
-    ConfigException error(String key, String msg) {
-      return new ConfigException(path(key) + ": " + msg);
+    void fail(String key, String msg) {
+      failAt(path(key), msg);
+    }
+
+    void failAt(String fullPath, String msg) {
+      problems.add(fullPath + ": " + msg);
+    }
+
+    /**
+     * A required setting is absent. When the mapping has an unknown key that is a likely typo of
+     * it ({@code busines-key}), that key is the problem, reported as unknown with the suggestion.
+     */
+    void missing(String key, String msg) {
+      if (broken) {
+        return;
+      }
+      for (String k : keys()) {
+        if (!k.equals(key) && !used.contains(k) && !reported.contains(k) && key.equals(closest(k, List.of(key)))) {
+          reported.add(k);
+          fail(k, "unknown setting (did you mean '" + key + "'?)");
+          return;
+        }
+      }
+      fail(key, msg);
+    }
+
+    /** The key is present with a value (not YAML null). */
+    boolean has(String key) {
+      return node != null && node.hasNonNull(key);
     }
 
     List<String> keys() {
@@ -484,36 +697,44 @@ public final class ConfigReader {
       return v == null || v.isNull() ? null : v;
     }
 
-    /** Fails on keys nobody read: a typo must not fall back to a default silently. */
+    /** Reports keys nobody read: a typo must not fall back to a default silently. */
     void done() {
       if (node == null) {
         return;
       }
       for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
         String k = it.next();
-        if (!used.contains(k)) {
-          throw new ConfigException(path(k) + ": unknown setting");
+        if (!used.contains(k) && !reported.contains(k)) {
+          String near = closest(k, used);
+          fail(k, "unknown setting" + (near == null ? "" : " (did you mean '" + near + "'?)"));
         }
       }
+    }
+
+    private Node broken(String key) {
+      return new Node(null, path(key), env, problems, true);
     }
 
     Node object(String key) {
       JsonNode v = get(key);
       if (v == null) {
-        throw error(key, "required section is missing");
+        missing(key, "required section is missing");
+        return broken(key);
       }
       if (!v.isObject()) {
-        throw error(key, "must be a mapping");
+        fail(key, "must be a mapping");
+        return broken(key);
       }
-      return new Node(v, path(key), env);
+      return new Node(v, path(key), env, problems);
     }
 
     Node optObject(String key) {
       JsonNode v = get(key);
       if (v != null && !v.isObject()) {
-        throw error(key, "must be a mapping");
+        fail(key, "must be a mapping");
+        return broken(key);
       }
-      return new Node(v, path(key), env);
+      return new Node(v, path(key), env, problems);
     }
 
     List<Node> list(String key) {
@@ -522,18 +743,21 @@ public final class ConfigReader {
         return List.of();
       }
       if (!v.isArray()) {
-        throw error(key, "must be a list");
+        fail(key, "must be a list");
+        return List.of();
       }
       List<Node> out = new ArrayList<>();
       for (int i = 0; i < v.size(); i++) {
         if (!v.get(i).isObject()) {
-          throw new ConfigException(path(key) + "[" + i + "]: must be a mapping");
+          failAt(path(key) + "[" + i + "]", "must be a mapping");
+        } else {
+          out.add(new Node(v.get(i), path(key) + "[" + i + "]", env, problems));
         }
-        out.add(new Node(v.get(i), path(key) + "[" + i + "]", env));
       }
       return out;
     }
 
+    /** Expands {@code ${NAME}}; {@code null} (reported) when a variable without default is not set. */
     private String expand(String s, String key) {
       Matcher mt = ENV.matcher(s);
       StringBuilder sb = new StringBuilder();
@@ -541,7 +765,8 @@ public final class ConfigReader {
         String val = env.get(mt.group(1));
         if (val == null) {
           if (mt.group(2) == null) {
-            throw error(key, "environment variable " + mt.group(1) + " is not set (write ${" + mt.group(1) + ":-default} for a default)");
+            fail(key, "environment variable " + mt.group(1) + " is not set (write ${" + mt.group(1) + ":-default} for a default)");
+            return null;
           }
           val = mt.group(3);
         }
@@ -551,29 +776,39 @@ public final class ConfigReader {
       return sb.toString();
     }
 
-    String string(String key, String def) {
+    /** The value, or {@code def} when absent; {@code null} when it has a problem (reported). */
+    private String value(String key, String def) {
       JsonNode v = get(key);
       if (v == null) {
         return def;
       }
       if (!v.isValueNode()) {
-        throw error(key, "must be a single value");
+        fail(key, "must be a single value");
+        return null;
       }
       return expand(v.asText(), key);
     }
 
+    String string(String key, String def) {
+      String s = value(key, def);
+      return s == null ? def : s;
+    }
+
+    /** {@code null} (reported) when absent or blank. */
     String requiredString(String key) {
-      String s = string(key, null);
-      if (s == null || s.isBlank()) {
-        throw error(key, "required");
+      JsonNode v = get(key);
+      String s = value(key, null);
+      if (v == null || s != null && s.isBlank()) {
+        missing(key, "required");
+        return null;
       }
       return s;
     }
 
     String identifier(String key, String def) {
       String s = def == null ? requiredString(key) : string(key, def);
-      if (!IDENT.matcher(s).matches()) {
-        throw error(key, "'" + s + "' is not a plain identifier (" + IDENT.pattern() + ")");
+      if (s != null && !IDENT.matcher(s).matches()) {
+        fail(key, "'" + s + "' is not a plain identifier (" + IDENT.pattern() + ")");
       }
       return s;
     }
@@ -581,7 +816,24 @@ public final class ConfigReader {
     String tablePrefix(String key, String def) {
       String s = string(key, def);
       if (!s.isEmpty() && !Pattern.matches("[A-Za-z][A-Za-z0-9_]{0,15}", s)) {
-        throw error(key, "'" + s + "' is not a valid table prefix (letters, digits, '_', at most 16)");
+        fail(key, "'" + s + "' is not a valid table prefix (letters, digits, '_', at most 16)");
+      }
+      return s;
+    }
+
+    /**
+     * {@code host:port} with a port from {@code minPort} (0: any free port, for a listener) to
+     * 65535; {@code null} (reported) when it is not.
+     */
+    String hostPort(String key, String def, int minPort, String example) {
+      String s = value(key, def);
+      if (s == null || s.equals(def)) {
+        return s;
+      }
+      String problem = hostPortProblem(s, minPort);
+      if (problem != null) {
+        fail(key, problem + ", e.g. " + example);
+        return null;
       }
       return s;
     }
@@ -594,7 +846,8 @@ public final class ConfigReader {
       if (s.equals("true") || s.equals("false")) {
         return Boolean.parseBoolean(s);
       }
-      throw error(key, "'" + s + "' is not true or false");
+      fail(key, "'" + s + "' is not true or false");
+      return def;
     }
 
     int intRange(String key, int def, int min, int max) {
@@ -606,17 +859,23 @@ public final class ConfigReader {
       try {
         v = Integer.parseInt(s.trim());
       } catch (NumberFormatException e) {
-        throw error(key, "'" + s + "' is not a whole number");
+        fail(key, "'" + s + "' is not a whole number");
+        return def;
       }
       if (v < min || v > max) {
-        throw error(key, v + " is out of range [" + min + ", " + max + "]");
+        fail(key, v + " is out of range [" + min + ", " + max + "]");
+        return def;
       }
       return v;
     }
 
     Duration duration(String key, Duration def) {
       String s = string(key, null);
-      return s == null ? def : parseDuration(s, path(key));
+      if (s == null) {
+        return def;
+      }
+      Duration d = problems.attempt(() -> parseDuration(s, path(key)));
+      return d == null ? def : d;
     }
 
     Map<String, String> stringMap(String key) {
@@ -625,12 +884,16 @@ public final class ConfigReader {
         return Map.of();
       }
       if (!v.isObject()) {
-        throw error(key, "must be a mapping of strings");
+        fail(key, "must be a mapping of strings");
+        return Map.of();
       }
       Map<String, String> out = new LinkedHashMap<>();
-      Node child = new Node(v, path(key), env);
+      Node child = new Node(v, path(key), env, problems);
       for (String k : child.keys()) {
-        out.put(k, child.string(k, ""));
+        String s = child.value(k, "");
+        if (s != null) {
+          out.put(k, s);
+        }
       }
       return Collections.unmodifiableMap(out);
     }
@@ -639,38 +902,46 @@ public final class ConfigReader {
       JsonNode v = get(key);
       if (v == null) {
         if (required) {
-          throw error(key, "required (a non-empty list)");
+          missing(key, "required (a non-empty list)");
         }
         return List.of();
       }
       if (v.isValueNode()) {
-        return List.of(expand(v.asText(), key));
+        String s = expand(v.asText(), key);
+        return s == null ? List.of() : List.of(s);
       }
       if (!v.isArray()) {
-        throw error(key, "must be a list");
+        fail(key, "must be a list");
+        return List.of();
       }
       List<String> out = new ArrayList<>();
       for (int i = 0; i < v.size(); i++) {
         if (!v.get(i).isValueNode() || v.get(i).isNull()) {
-          throw new ConfigException(path(key) + "[" + i + "]: must be a string");
+          failAt(path(key) + "[" + i + "]", "must be a string");
+          continue;
         }
-        out.add(expand(v.get(i).asText(), key + "[" + i + "]"));
+        String s = expand(v.get(i).asText(), key + "[" + i + "]");
+        if (s != null) {
+          out.add(s);
+        }
       }
-      if (required && out.isEmpty()) {
-        throw error(key, "must not be empty");
+      if (required && v.isEmpty()) {
+        fail(key, "must not be empty");
       }
       return out;
     }
 
+    /** {@code null} when absent or with a problem (reported). */
     FieldSource fieldSource(String key, boolean required) {
-      String s = string(key, null);
-      if (s == null) {
+      JsonNode v = get(key);
+      String s = value(key, null);
+      if (v == null) {
         if (required) {
-          throw error(key, "required with a machine: where to find it ('/json/pointer', 'header:NAME', 'key' or 'const:VALUE')");
+          missing(key, "required with a machine: where to find it ('/json/pointer', 'header:NAME', 'key' or 'const:VALUE')");
         }
         return null;
       }
-      return FieldSource.parse(s, key, path(key));
+      return s == null ? null : problems.attempt(() -> FieldSource.parse(s, key, path(key)));
     }
 
     /**
@@ -683,10 +954,10 @@ public final class ConfigReader {
       if (v == null || v.isValueNode()) {
         FieldSource single = fieldSource(key, required);
         out = single == null ? List.of() : List.of(single);
+      } else if (v.isArray() && v.isEmpty()) {
+        fail(key, "must not be empty: one field source, or a list of them");
+        out = List.of();
       } else {
-        if (v.isArray() && v.isEmpty()) {
-          throw error(key, "must not be empty: one field source, or a list of them");
-        }
         out = fieldSourceList(key, required);
       }
       rejectEmptyConstants(key, out);
@@ -695,49 +966,71 @@ public final class ConfigReader {
 
     /** An empty {@code const:} in a key makes every record MISSING_FIELD: a start-up error instead. */
     void rejectEmptyConstants(String key, List<FieldSource> fields) {
+      JsonNode v = get(key);
       for (int i = 0; i < fields.size(); i++) {
         if (fields.get(i) instanceof FieldSource.Constant c && c.value().isBlank()) {
-          String p = get(key).isArray() ? path(key) + "[" + i + "]" : path(key);
-          throw new ConfigException(p + ": an empty constant cannot identify anything (every record would be MISSING_FIELD)");
+          String p = v != null && v.isArray() ? path(key) + "[" + indexOf(v, c) + "]" : path(key);
+          failAt(p, "an empty constant cannot identify anything (every record would be MISSING_FIELD)");
         }
       }
     }
 
-    /** Items are a spec string, or {@code {name: N, from: SPEC}}. */
+    /** The position in the YAML list of an item (problems may have left others out of the parsed list). */
+    private static int indexOf(JsonNode list, FieldSource.Constant c) {
+      for (int i = 0; i < list.size(); i++) {
+        JsonNode item = list.get(i);
+        String spec = item.isTextual() ? item.asText() : item.path("from").asText();
+        if (spec.equals(c.spec())) {
+          return i;
+        }
+      }
+      return 0;
+    }
+
+    /** Items are a spec string, or {@code {name: N, from: SPEC}}; items with a problem are left out (reported). */
     List<FieldSource> fieldSourceList(String key, boolean required) {
       JsonNode v = get(key);
       if (v == null) {
         if (required) {
-          throw error(key, "required: the business fields that identify one fact, e.g. [/order_id, /sku_id, /warehouse_id]");
+          missing(key, "required: the business fields that identify one fact, e.g. [/order_id, /sku_id, /warehouse_id]");
         }
         return List.of();
       }
       if (!v.isArray()) {
-        throw error(key, "must be a list");
+        fail(key, "must be a list");
+        return List.of();
       }
       List<FieldSource> out = new ArrayList<>();
       Set<String> names = new HashSet<>();
       for (int i = 0; i < v.size(); i++) {
         String p = path(key) + "[" + i + "]";
         JsonNode item = v.get(i);
-        FieldSource fs;
+        FieldSource fs = null;
         if (item.isTextual()) {
-          fs = FieldSource.parse(expand(item.asText(), key + "[" + i + "]"), null, p);
+          String spec = expand(item.asText(), key + "[" + i + "]");
+          fs = spec == null ? null : problems.attempt(() -> FieldSource.parse(spec, null, p));
         } else if (item.isObject()) {
-          Node in = new Node(item, p, env);
+          Node in = new Node(item, p, env, problems);
           String nm = in.requiredString("name");
-          fs = FieldSource.parse(in.requiredString("from"), nm, p);
+          String from = in.requiredString("from");
+          if (nm != null && from != null) {
+            fs = problems.attempt(() -> FieldSource.parse(from, nm, p));
+          }
           in.done();
         } else {
-          throw new ConfigException(p + ": must be a field source string or {name, from}");
+          failAt(p, "must be a field source string or {name, from}");
+        }
+        if (fs == null) {
+          continue;
         }
         if (!names.add(fs.name())) {
-          throw new ConfigException(p + ": duplicate field name '" + fs.name() + "' (give it a distinct 'name')");
+          failAt(p, "duplicate field name '" + fs.name() + "' (give it a distinct 'name')");
+          continue;
         }
         out.add(fs);
       }
-      if (required && out.isEmpty()) {
-        throw error(key, "must not be empty");
+      if (required && v.isEmpty()) {
+        fail(key, "must not be empty");
       }
       return out;
     }

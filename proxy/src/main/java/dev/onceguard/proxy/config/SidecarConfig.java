@@ -28,8 +28,15 @@ public record SidecarConfig(
   /**
    * @param properties extra Kafka client properties, applied to consumers and producers (after
    *     OnceGuard's own defaults, before the settings OnceGuard must own such as manual commits)
+   * @param createTopics {@code run} creates missing escalation and verdict topics at start (never
+   *     source topics) instead of refusing to start
    */
-  public record KafkaConfig(String bootstrapServers, Map<String, String> properties) {}
+  public record KafkaConfig(String bootstrapServers, Map<String, String> properties, boolean createTopics) {
+    /** Without topic creation. */
+    public KafkaConfig(String bootstrapServers, Map<String, String> properties) {
+      this(bootstrapServers, properties, false);
+    }
+  }
 
   public record MysqlConfig(
       String host,

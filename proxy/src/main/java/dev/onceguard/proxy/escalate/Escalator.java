@@ -50,6 +50,12 @@ public final class Escalator implements EscalationSink, AutoCloseable {
   });
 
   public Escalator(String bootstrapServers, Map<String, String> userProperties, String clientId) {
+    this.producer = new KafkaProducer<>(producerProperties(bootstrapServers, userProperties, clientId), new ByteArraySerializer(),
+        new ByteArraySerializer());
+  }
+
+  /** The producer's configuration: {@code kafka.properties}, then the settings the escalation path must own. */
+  public static Properties producerProperties(String bootstrapServers, Map<String, String> userProperties, String clientId) {
     Properties p = new Properties();
     p.putAll(userProperties);
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -65,7 +71,9 @@ public final class Escalator implements EscalationSink, AutoCloseable {
     p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
     p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
     p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");
-    this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    return p;
   }
 
   /**

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -30,8 +31,12 @@ import picocli.CommandLine.Spec;
  * {@code onceguard migrate --config FILE}.
  *
  * <p>Exit codes: 0 success (for {@code run}: stopped by SIGTERM/SIGINT after a drain); 1 runtime
- * failure (a route consumer died, the port could not be bound); 2 bad configuration or usage.
- * Configuration errors print {@code config error: <message>} on stderr, without a stack trace.
+ * failure (a route consumer died, the port could not be bound, {@code run --fail-fast} could not
+ * reach MySQL or Kafka); 2 bad configuration or usage; 3 an operator command refused
+ * ({@link AdminCommands#EXIT_REFUSED}); 4 the environment is not ready for the configuration
+ * ({@code validate --connect} found a problem, or {@code run} found an escalation or verdict topic
+ * missing). Configuration errors print one line {@code config error: <path>: <message>}
+ * per problem on stderr, every problem at once, without a stack trace.
  */
 @Command(name = "onceguard", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
@@ -41,6 +46,7 @@ public final class Main implements Runnable {
   static final int EXIT_OK = 0;
   static final int EXIT_FAILURE = 1;
   static final int EXIT_CONFIG = 2;
+  static final int EXIT_NOT_READY = 4;
 
   @Spec
   CommandSpec spec;
@@ -77,9 +83,11 @@ public final class Main implements Runnable {
       try {
         cfg = new ConfigReader().read(config);
       } catch (ConfigException e) {
-        err.println("config error: " + e.getMessage());
-        err.flush();
-        return EXIT_CONFIG;
+        return configErrors(err, e);
+      }
+      List<String> clientProblems = Preflight.clientConfigProblems(cfg);
+      if (!clientProblems.isEmpty()) {
+        return configErrors(err, new ConfigException(clientProblems));
       }
       return call(cfg, spec.commandLine().getOut(), err);
     }
@@ -88,13 +96,37 @@ public final class Main implements Runnable {
   }
 
   @Command(name = "validate", mixinStandardHelpOptions = true,
-      description = "Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).")
+      description = {"Parse and check the configuration, print a summary, exit 0 (valid) or 2 (invalid).",
+          "With --connect, also check the environment and exit 4 when it is not ready."})
   static final class Validate extends ConfigCommand {
+    @Option(names = "--connect", description = "Also connect: the topics exist (partition counts), MySQL answers and grants "
+        + "what the sidecar needs, Redis answers PING, each push route's target accepts connections.")
+    boolean connect;
+
     @Override
-    int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) {
+    int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) throws InterruptedException {
       out.print(summary(config, cfg));
       out.flush();
-      return EXIT_OK;
+      if (!connect) {
+        return EXIT_OK;
+      }
+      // the report names every problem; the clients' own log lines (retries, WARNs) would only repeat them
+      silenceLogging();
+      Probes.Report report = new Preflight(cfg, Preflight.DEFAULT_TIMEOUT).check();
+      out.print(report.text());
+      out.flush();
+      if (report.ok()) {
+        return EXIT_OK;
+      }
+      report.failures().forEach(f -> err.println("not ready: " + f));
+      err.flush();
+      return EXIT_NOT_READY;
+    }
+
+    private static void silenceLogging() {
+      if (LoggerFactory.getILoggerFactory() instanceof ch.qos.logback.classic.LoggerContext ctx) {
+        ctx.getLoggerList().forEach(l -> l.setLevel(ch.qos.logback.classic.Level.OFF));
+      }
     }
   }
 
@@ -122,7 +154,7 @@ public final class Main implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Run.class);
 
     @CommandLine.Option(names = "--fail-fast",
-        description = "Exit at once (code 1) when MySQL cannot be reached at start, instead of waiting for it with backoff.")
+        description = "Exit at once (code 1) when MySQL or Kafka cannot be reached at start, instead of waiting for them with backoff.")
     boolean failFast;
 
     /** The longest wait between two attempts to reach MySQL at start. */
@@ -184,6 +216,14 @@ public final class Main implements Runnable {
         }
       }
       GuardRuntime runtime = started;
+      // after MySQL, so that --fail-fast still exits on an unreachable MySQL first; before any
+      // consumer starts, so that no record is taken while its escalation topic is missing
+      Integer topicsExit = prepareTopics(cfg, facts, err);
+      if (topicsExit != null) {
+        runtime.close();
+        closeOps.run();
+        return topicsExit;
+      }
       facts.runtime(runtime);
       runtime.registerMetrics(metrics);
       if (cfg.metricsListen() != null) {
@@ -233,6 +273,41 @@ public final class Main implements Runnable {
       });
     }
 
+    /**
+     * Checks the topics before the consumers start (waiting for Kafka's metadata like for MySQL,
+     * unless {@code --fail-fast}), creating missing escalation and verdict topics when
+     * {@code kafka.create-topics}.
+     *
+     * @return {@code null} to go on, else the exit code (the reason is printed)
+     */
+    private Integer prepareTopics(SidecarConfig cfg, LiveProbeFacts facts, PrintWriter err) throws InterruptedException {
+      long waitMillis = 1_000;
+      try (KafkaTopics topics = new KafkaTopics(cfg, "onceguard-start-" + cfg.instanceId(), Preflight.DEFAULT_TIMEOUT)) {
+        for (int attempt = 1; ; attempt++) {
+          try {
+            String missing = Preflight.prepareTopics(cfg, topics, Preflight.DEFAULT_TIMEOUT, log);
+            if (missing == null) {
+              return null;
+            }
+            err.println("not ready: " + missing);
+            err.flush();
+            return EXIT_NOT_READY;
+          } catch (IllegalStateException e) {
+            if (failFast) {
+              err.println("error: cannot check the topics: " + e.getMessage());
+              err.flush();
+              return EXIT_FAILURE;
+            }
+            facts.waiting("waiting for Kafka (attempt " + attempt + " failed, next in " + waitMillis + " ms): " + e.getMessage());
+            log.warn("waiting for Kafka to check the topics (attempt {}, next in {} ms; --fail-fast exits instead): {}", attempt,
+                waitMillis, e.getMessage());
+            Thread.sleep(waitMillis);
+            waitMillis = Math.min(waitMillis * 2, MAX_START_WAIT.toMillis());
+          }
+        }
+      }
+    }
+
     private static boolean storeUnavailable(Throwable e) {
       for (Throwable t = e; t != null; t = t.getCause()) {
         if (t instanceof dev.onceguard.proxy.guard.StoreUnavailableException) {
@@ -262,9 +337,7 @@ public final class Main implements Runnable {
         try {
           sidecar.start();
         } catch (ConfigException e) {
-          err.println("config error: " + e.getMessage());
-          err.flush();
-          code = EXIT_CONFIG;
+          code = configErrors(err, e);
           return code;
         } catch (IOException e) {
           err.println("error: " + e.getMessage());
@@ -295,6 +368,13 @@ public final class Main implements Runnable {
     }
   }
 
+  /** Prints every problem as a line {@code config error: <path>: <message>}; returns {@link #EXIT_CONFIG}. */
+  static int configErrors(PrintWriter err, ConfigException e) {
+    e.problems().forEach(p -> err.println("config error: " + p));
+    err.flush();
+    return EXIT_CONFIG;
+  }
+
   static String summary(Path file, SidecarConfig c) {
     StringBuilder sb = new StringBuilder();
     sb.append("configuration ").append(file).append(" is valid\n");
@@ -323,7 +403,7 @@ public final class Main implements Runnable {
     return sb.toString();
   }
 
-  private static String withoutUserInfo(String uri) {
+  static String withoutUserInfo(String uri) {
     try {
       URI u = URI.create(uri);
       return u.getUserInfo() == null ? uri : uri.replace(u.getRawUserInfo() + "@", "***@");

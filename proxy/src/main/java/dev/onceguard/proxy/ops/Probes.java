@@ -190,15 +190,8 @@ public final class Probes {
     for (RouteConfig rc : config.routes()) {
       List<Check> checks = new ArrayList<>();
       checks.add(consumer(rc));
-      topicsOf(rc).forEach((topic, kind) -> {
-        if (kafkaError != null) {
-          checks.add(Check.fail("topic", kind + " topic '" + topic + "' not checked: Kafka metadata cannot be read"));
-        } else if (existing.containsKey(topic)) {
-          checks.add(Check.ok("topic", kind + " topic '" + topic + "' exists, " + existing.get(topic) + " partition(s)"));
-        } else {
-          checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist (the sidecar does not create topics)"));
-        }
-      });
+      // a topic deleted while running is not created again: kafka.create-topics acts at start only
+      checks.addAll(topicChecks(rc, existing, kafkaError, false));
       routes.put(rc.name(), checks);
     }
     return new Report("ready", process, routes);
@@ -218,10 +211,37 @@ public final class Probes {
     return Check.ok("consumer", "in group '" + rc.group() + "', " + r.assignedPartitions() + " partition(s) assigned");
   }
 
-  /** The route's topics and what each is for, in a stable order. */
-  private static Map<String, String> topicsOf(RouteConfig rc) {
+  /**
+   * One check per topic of the route: it exists (with its partition count), or it does not, or it
+   * could not be checked.
+   *
+   * @param existing partition counts of the topics that exist
+   * @param kafkaError why the metadata could not be read, or {@code null}
+   * @param created missing escalation and verdict topics are created at start ({@code kafka.create-topics}):
+   *     not a failure
+   */
+  static List<Check> topicChecks(RouteConfig rc, Map<String, Integer> existing, String kafkaError, boolean created) {
+    List<Check> checks = new ArrayList<>();
+    topicsOf(rc).forEach((topic, kind) -> {
+      if (kafkaError != null) {
+        checks.add(Check.fail("topic", kind + " topic '" + topic + "' not checked: Kafka metadata cannot be read"));
+      } else if (existing.containsKey(topic)) {
+        checks.add(Check.ok("topic", kind + " topic '" + topic + "' exists, " + existing.get(topic) + " partition(s)"));
+      } else if (created && !kind.equals(SOURCE)) {
+        checks.add(new Check("topic", Status.SKIPPED, kind + " topic '" + topic + "' does not exist; run creates it (kafka.create-topics)"));
+      } else {
+        checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist (the sidecar does not create topics)"));
+      }
+    });
+    return checks;
+  }
+
+  static final String SOURCE = "source";
+
+  /** The route's topics and what each is for ({@link #SOURCE}, {@code escalation}, {@code verdict}), in a stable order. */
+  static Map<String, String> topicsOf(RouteConfig rc) {
     Map<String, String> out = new LinkedHashMap<>();
-    rc.topics().forEach(t -> out.put(t, "source"));
+    rc.topics().forEach(t -> out.put(t, SOURCE));
     out.putIfAbsent(rc.escalationTopic(), "escalation");
     if (rc.verdictTopic() != null) {
       out.putIfAbsent(rc.verdictTopic(), "verdict");

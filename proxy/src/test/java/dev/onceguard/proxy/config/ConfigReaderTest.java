@@ -68,6 +68,15 @@ class ConfigReaderTest {
     return assertThatThrownBy(() -> parse(yaml)).isInstanceOf(ConfigException.class);
   }
 
+  private static ConfigException rejected(String yaml) {
+    try {
+      parse(yaml);
+    } catch (ConfigException e) {
+      return e;
+    }
+    throw new AssertionError("accepted:\n" + yaml);
+  }
+
   // ------------------------------------------------------------------------- valid configuration
 
   @Test
@@ -301,30 +310,145 @@ class ConfigReaderTest {
 
   @Test
   void unknownTopLevelKey_errorNamesTheKey() {
-    assertRejected(REFERENCE + "rotues: []\n").hasMessage("rotues: unknown setting");
+    assertRejected(REFERENCE + "rotues: []\n").hasMessage("rotues: unknown setting (did you mean 'routes'?)");
   }
 
   @Test
   void unknownNestedKey_mysqlTypo_errorNamesPath() {
-    assertRejected(variant("  user: og\n", "  user: og\n  pool_size: 4\n")).hasMessage("mysql.pool_size: unknown setting");
+    assertRejected(variant("  user: og\n", "  user: og\n  pool_size: 4\n")).hasMessage("mysql.pool_size: unknown setting (did you mean 'pool-size'?)");
   }
 
   @Test
   void unknownNestedKey_routeTypo_errorNamesPath() {
     assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    early-arival-timeout: 5m\n"))
-        .hasMessage("routes[0].early-arival-timeout: unknown setting");
+        .hasMessage("routes[0].early-arival-timeout: unknown setting (did you mean 'early-arrival-timeout'?)");
   }
 
   @Test
   void unknownNestedKey_eventTypo_errorNamesPath() {
     assertRejected(variant("pay:     { from: [created], to: paid }", "pay:     { form: [created], to: paid }"))
-        .hasMessage("machines.order.events.pay.form: unknown setting");
+        .hasMessage("machines.order.events.pay.form: unknown setting (did you mean 'from'?)");
   }
 
   @Test
   void unknownNestedKey_retryTypo_errorNamesPath() {
     assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    retry: { max-atempts: 3 }\n"))
-        .hasMessage("routes[0].retry.max-atempts: unknown setting");
+        .hasMessage("routes[0].retry.max-atempts: unknown setting (did you mean 'max-attempts'?)");
+  }
+
+  @Test
+  void typoOfRequiredKey_reportedAsUnknownWithSuggestion_notAsMissing() {
+    ConfigException e = rejected(variant("    business-key: [", "    busines-key: ["));
+
+    assertThat(e.problems()).containsExactly("routes[0].busines-key: unknown setting (did you mean 'business-key'?)");
+  }
+
+  @Test
+  void unknownKeyFarFromEveryKnownOne_hasNoSuggestion() {
+    assertRejected(variant("  user: og\n", "  user: og\n  flavour: maria\n")).hasMessage("mysql.flavour: unknown setting");
+  }
+
+  // ------------------------------------------------------------------------- every problem at once
+
+  @Test
+  void severalProblemsInOneFile_allReportedTogether_inFileOrder_eachWithItsPath() {
+    String yaml = variant("  instance-id: og-test-1\n", "  instance-id: og-test-1\n  grpc-listen: 0.0.0.0:99999\n")
+        .replace("    security.protocol: PLAINTEXT\n", "    security.protocol: SASL_SSLX\n")
+        .replace("  user: og\n", "  user: og\n  pool_size: 4\n")
+        .replace("/warehouse_id, /batch_no]", "warehouse_id, /batch_no]")
+        .replace("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    lease: 500ms\n");
+
+    ConfigException e = rejected(yaml);
+
+    assertThat(e.problems()).satisfiesExactly(
+        p -> assertThat(p).isEqualTo("sidecar.grpc-listen: '0.0.0.0:99999' is not host:port (port 0 to 65535), e.g. 127.0.0.1:7700"),
+        // the rest of the text is Kafka's own (the allowed values)
+        p -> assertThat(p).startsWith("kafka.properties.security.protocol: Invalid value SASL_SSLX for configuration security.protocol"),
+        p -> assertThat(p).isEqualTo("mysql.pool_size: unknown setting (did you mean 'pool-size'?)"),
+        p -> assertThat(p).startsWith("routes[0].business-key[2]: 'warehouse_id' is not a field source"),
+        p -> assertThat(p).isEqualTo("routes[0].lease: must be at least 1s"));
+    assertThat(e.getMessage()).isEqualTo(String.join("\n", e.problems()));
+  }
+
+  @Test
+  void problemsInAMachineAndASecondRoute_allReported() {
+    String yaml = variant("      deliver: { from: [shipped], to: delivered }\n", "      deliver: { from: [shiped], to: delivered }\n")
+        + """
+          - name: audit
+            topics: [audit]
+            business-key: [/id]
+            mode: poll
+        """;
+
+    assertThat(rejected(yaml).problems()).containsExactly(
+        "machines.order.events.deliver.from: unknown state 'shiped' (declared states: [created, paid, to_ship, shipped, delivered, cancelled])",
+        "routes[1].mode: 'poll' is not one of push, pull");
+  }
+
+  // ------------------------------------------------------------------------- kafka.properties
+
+  @Test
+  void kafkaProperty_badEnumValue_blamedOnThatProperty() {
+    assertRejected(variant("security.protocol: PLAINTEXT", "security.protocol: SASL_SSLX"))
+        .hasMessageStartingWith("kafka.properties.security.protocol: Invalid value SASL_SSLX for configuration security.protocol");
+  }
+
+  @Test
+  void kafkaProperty_notANumber_blamedOnThatProperty() {
+    assertRejected(variant("security.protocol: PLAINTEXT", "session.timeout.ms: soon"))
+        .hasMessageStartingWith("kafka.properties.session.timeout.ms: Invalid value soon for configuration session.timeout.ms");
+  }
+
+  @Test
+  void kafkaProperty_unknownName_withSuggestion() {
+    assertRejected(variant("security.protocol: PLAINTEXT", "securty.protocol: SSL"))
+        .hasMessage("kafka.properties.securty.protocol: not a property of the Kafka consumer, producer or admin client "
+            + "(did you mean 'security.protocol'?)");
+  }
+
+  @Test
+  void kafkaProperty_unknownNameNotCloseToAnyClientProperty_isPassedOnForPlugins() {
+    // an interceptor's or a SASL callback handler's own setting: the clients hand it to the plugin
+    SidecarConfig c = parse(variant("security.protocol: PLAINTEXT", "security.protocol: PLAINTEXT\n    acme.audit.interceptor.endpoint: http://audit:8080"));
+
+    assertThat(c.kafka().properties()).containsEntry("acme.audit.interceptor.endpoint", "http://audit:8080");
+  }
+
+  @Test
+  void kafkaProperties_validValuesOfConsumerProducerAndAdminClient_accepted() {
+    SidecarConfig c = parse(variant("security.protocol: PLAINTEXT",
+        "security.protocol: sasl_ssl\n    sasl.mechanism: PLAIN\n    acks: all\n    session.timeout.ms: \"6000\""));
+
+    assertThat(c.kafka().properties()).containsEntry("security.protocol", "sasl_ssl").containsEntry("acks", "all");
+  }
+
+  @Test
+  void bootstrapServer_portOutOfRange_errorNamesPath() {
+    assertRejected(variant("kafka-1:9092,kafka-2:9092", "kafka-1:9092,kafka-2:99999"))
+        .hasMessageStartingWith("kafka.bootstrap-servers: 'kafka-2:99999' is not host:port (port 1 to 65535)");
+  }
+
+  @Test
+  void createTopics_offByDefault_trueIsKept() {
+    assertThat(parse(REFERENCE).kafka().createTopics()).isFalse();
+    assertThat(parse(variant("  properties:\n", "  create-topics: true\n  properties:\n")).kafka().createTopics()).isTrue();
+  }
+
+  @Test
+  void listenTargetAndRedisPorts_outOfRange_errorNamesPath() {
+    assertThat(rejected(variant("target: 127.0.0.1:7000", "target: 127.0.0.1:0")).problems())
+        .containsExactly("routes[0].target: '127.0.0.1:0' is not host:port (port 1 to 65535), e.g. 127.0.0.1:7000");
+    assertThat(rejected(variant("  instance-id: og-test-1\n", "  instance-id: og-test-1\n  metrics-listen: 0.0.0.0:65536\n")).problems())
+        .containsExactly("sidecar.metrics-listen: '0.0.0.0:65536' is not host:port (port 0 to 65535), e.g. 0.0.0.0:9400");
+    assertRejected(variant("uri: redis://redis:6379/0", "uri: redis://redis:99999/0"))
+        .hasMessageStartingWith("redis.uri: 'redis://redis:99999/0' has no host, or a port outside 1 to 65535");
+  }
+
+  @Test
+  void closest_suggestsOnlyLikelyTypos() {
+    assertThat(ConfigReader.closest("busines-key", Set.of("business-key", "entity-id"))).isEqualTo("business-key");
+    assertThat(ConfigReader.closest("grpc_listen", Set.of("grpc-listen"))).isEqualTo("grpc-listen");
+    assertThat(ConfigReader.closest("lease", Set.of("mode", "name"))).isNull();
   }
 
   @Test
@@ -674,7 +798,7 @@ class ConfigReaderTest {
 
   @Test
   void target_notHostPort_errorNamesPath() {
-    assertRejected(variant("target: 127.0.0.1:7000", "target: business")).hasMessage("routes[0].target: 'business' is not host:port");
+    assertRejected(variant("target: 127.0.0.1:7000", "target: business")).hasMessage("routes[0].target: 'business' is not host:port (port 1 to 65535), e.g. 127.0.0.1:7000");
   }
 
   @Test

@@ -99,6 +99,62 @@ class MainTest {
   }
 
   @Test
+  void validate_severalProblems_allPrinted_oneLineEach_exit2_noStackTrace() throws Exception {
+    String yaml = VALID.replace("enable.auto.commit: \"true\"", "security.protocol: SASL_SSLX")
+        .replace("    business-key:", "    busines-key:")
+        + "sidecar:\n  grpc-listen: 127.0.0.1:99999\n";
+
+    int code = run("validate", "--config", file(yaml).toString());
+
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString().lines()).satisfiesExactly(
+        l -> assertThat(l).startsWith("config error: sidecar.grpc-listen: '127.0.0.1:99999' is not host:port (port 0 to 65535)"),
+        l -> assertThat(l).startsWith("config error: kafka.properties.security.protocol: Invalid value SASL_SSLX"),
+        l -> assertThat(l).isEqualTo("config error: routes[0].busines-key: unknown setting (did you mean 'business-key'?)"));
+    assertThat(out.toString()).isEmpty();
+  }
+
+  @Test
+  void run_badKafkaPropertyValue_exit2_blamedOnTheProperty_beforeConnectingAnywhere() throws Exception {
+    int code = run("run", "--config", file(VALID.replace("enable.auto.commit: \"true\"", "security.protocol: SASL_SSLX")).toString());
+
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).startsWith("config error: kafka.properties.security.protocol: Invalid value SASL_SSLX")
+        .doesNotContain("MySQL").doesNotContain("\tat ");
+  }
+
+  @Test
+  void validate_kafkaPropertiesThatTheProducerRefusesTogether_exit2() throws Exception {
+    // each value is valid alone; the escalation producer is idempotent, which needs retries
+    int code = run("validate", "--config", file(VALID.replace("enable.auto.commit: \"true\"", "retries: \"0\"")).toString());
+
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).startsWith("config error: kafka.properties: ").contains("retries")
+        .contains("(in the escalation producer's configuration)");
+  }
+
+  @Test
+  void validateConnect_nothingReachable_exit4_eachProblemBlamedOnItsComponent_noStackTrace() throws Exception {
+    String yaml = VALID.replace("bootstrap-servers: 127.0.0.1:9092", "bootstrap-servers: 127.0.0.1:9")
+        .replace("  database: test\n", "  database: test\n  port: 1\n")
+        .replace("target: 127.0.0.1:7000", "target: 127.0.0.1:1");
+
+    int code = run("validate", "--connect", "--config", file(yaml).toString());
+
+    assertThat(code).isEqualTo(4);
+    assertThat(out.toString()).contains("is valid")
+        .contains("FAIL  kafka: Kafka (127.0.0.1:9): ")
+        .contains("FAIL  mysql: MySQL 127.0.0.1:1/test (user root): ")
+        .contains("skip  redis: redis.uri not set")
+        .contains("FAIL  topic: source topic 'orders' not checked: Kafka metadata cannot be read")
+        .contains("FAIL  target: business target 127.0.0.1:1 cannot be reached: ");
+    assertThat(err.toString().lines()).contains("not ready: route orders: business target 127.0.0.1:1 cannot be reached: Connection refused")
+        .anySatisfy(l -> assertThat(l).startsWith("not ready: MySQL 127.0.0.1:1/test"))
+        .anySatisfy(l -> assertThat(l).startsWith("not ready: Kafka (127.0.0.1:9)"));
+    assertThat(out.toString() + err).doesNotContain("\tat ").doesNotContain("Exception:").doesNotContain("s3cret");
+  }
+
+  @Test
   void noCommand_isAUsageError() {
     assertThat(run()).isEqualTo(2);
     assertThat(err.toString()).contains("missing command");
