@@ -443,6 +443,8 @@ public final class Bench {
     /** The packaged sidecar as its own process, on a guarded (state-machine) backlog of {@code --records}. */
     SidecarRss.Result sidecarRss() throws Exception {
       String topic = kafka.createTopic("bench-rss", o.partitions());
+      // the sidecar checks its topics at start and refuses to run without its escalation topic
+      kafka.createTopicNamed(topic + ".escalate", o.partitions());
       String db = newDatabaseName();
       int port = SidecarRss.freePort();
       Completions seen = new Completions(cpu);

@@ -34,7 +34,10 @@ final class BenchKafka implements AutoCloseable {
   }
 
   String createTopic(String prefix, int partitions) throws Exception {
-    String name = prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+    return createTopicNamed(prefix + "-" + UUID.randomUUID().toString().substring(0, 8), partitions);
+  }
+
+  String createTopicNamed(String name, int partitions) throws Exception {
     admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
     created.add(name);
     return name;

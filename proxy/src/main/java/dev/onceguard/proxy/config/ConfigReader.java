@@ -164,9 +164,13 @@ public final class ConfigReader {
     String bootstrap = k.requiredString("bootstrap-servers");
     if (bootstrap != null) {
       for (String server : bootstrap.split(",")) {
-        String problem = hostPortProblem(server.trim(), 1);
-        if (problem != null) {
-          k.fail("bootstrap-servers", problem + ", e.g. kafka-1:9092,kafka-2:9092");
+        // read as the Kafka clients read it (an optional SECURITY_PROTOCOL:// prefix, [IPv6]:port),
+        // without resolving the host: this machine may not know the cluster's names
+        String s = server.trim();
+        String host = org.apache.kafka.common.utils.Utils.getHost(s);
+        Integer port = org.apache.kafka.common.utils.Utils.getPort(s);
+        if (host == null || host.isEmpty() || port == null || port < 1 || port > 65535) {
+          k.fail("bootstrap-servers", "'" + s + "' is not host:port (port 1 to 65535), e.g. kafka-1:9092,kafka-2:9092");
         }
       }
     }

@@ -158,9 +158,17 @@ public final class GuardRuntime implements AutoCloseable {
    * connection (claims cannot starve it) and only refreshes this live process's owner row. Not to
    * be called after {@link #close()}: it would make a retired owner look alive again for a while.
    */
-  public java.util.concurrent.CompletionStage<Void> pingMysql() {
-    return guard.heartbeat();
+  public synchronized java.util.concurrent.CompletionStage<Void> pingMysql() {
+    // one at a time: probes and the health timer ask every few seconds, and during a MySQL stall
+    // each ping waits up to the socket timeout on the heartbeat's own connection; queued up, they
+    // would delay the real heartbeat behind them
+    if (ping == null || ping.isDone()) {
+      ping = guard.heartbeat().toCompletableFuture();
+    }
+    return ping.copy();
   }
+
+  private java.util.concurrent.CompletableFuture<Void> ping;
 
   public Guard guard() {
     return guard;

@@ -68,7 +68,7 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
   /** {@code "route DISPOSITION"} -> record age at its verdict. */
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
-  /** {@code "route LAYER"} -> duplicates' time since their original was confirmed. */
+  /** {@code "route LAYER/REASON"} -> duplicates' time since their original was confirmed (or claimed). */
   private final Map<String, Timer> duplicateAges = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
@@ -168,11 +168,13 @@ public final class Metrics implements VerdictListener, AutoCloseable {
           .record(Math.max(0, age), TimeUnit.MILLISECONDS);
     }
     if (v.hasOriginalAgeMs()) {
-      duplicateAges.computeIfAbsent(v.getRoute() + " " + v.getLayer().name(), x -> Timer.builder("onceguard.duplicate.age")
-              .description("for each duplicate, the time since its original was confirmed (or claimed), by the layer that caught it:"
-                  + " the share under a TTL is what an L1 of that TTL answers (onceguard ttl-advice)")
+      duplicateAges.computeIfAbsent(v.getRoute() + " " + v.getLayer().name() + "/" + v.getReason().name(),
+              x -> Timer.builder("onceguard.duplicate.age")
+              .description("for each duplicate, the time since its original was confirmed (claimed, for IN_FLIGHT), by layer and"
+                  + " reason: the share of LEDGER_HIT under a TTL is what an L1 of that TTL would have answered (onceguard ttl-advice)")
               .tag("route", v.getRoute())
               .tag("layer", v.getLayer().name())
+              .tag("reason", v.getReason().name())
               .serviceLevelObjectives(DUPLICATE_AGE_BUCKETS.toArray(Duration[]::new))
               .register(registry))
           .record(v.getOriginalAgeMs(), TimeUnit.MILLISECONDS);

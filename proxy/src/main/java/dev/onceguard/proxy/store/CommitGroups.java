@@ -104,6 +104,9 @@ final class CommitGroups<T, R> {
         oneByOne(group, 0, 0);
         return;
       }
+      // the slot first: completing a result runs its caller's continuation on this thread (the
+      // next step of that record), and the items queued meanwhile must not wait for all of those
+      next();
       for (int i = 0; i < group.size(); i++) {
         if (cause != null) {
           group.get(i).result().completeExceptionally(cause);
@@ -111,7 +114,6 @@ final class CommitGroups<T, R> {
           group.get(i).result().complete(results.get(i));
         }
       }
-      next();
     });
   }
 

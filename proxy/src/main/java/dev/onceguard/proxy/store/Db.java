@@ -88,8 +88,11 @@ public final class Db implements AutoCloseable {
     // latest committed row (the classification read after a lost CAS).
     // UTC: leases are computed from the database's NOW(3) through UNIX_TIMESTAMP, which is
     // ambiguous in a session time zone with daylight saving time.
+    // The driver sends CREATE DATABASE IF NOT EXISTS on every connect when asked to, and MySQL
+    // checks the CREATE privilege even for a database that exists: only a sidecar that migrates
+    // (and so holds CREATE anyway) asks for it, so a least-privilege user can run the others.
     this.url = "jdbc:mariadb://" + cfg.host() + ":" + cfg.port() + "/" + cfg.database()
-        + "?createDatabaseIfNotExist=true&connectTimeout=5000&socketTimeout=" + WORK_TIMEOUT.toMillis()
+        + "?createDatabaseIfNotExist=" + cfg.migrateOnStart() + "&connectTimeout=5000&socketTimeout=" + WORK_TIMEOUT.toMillis()
         + "&tcpKeepAlive=true&transactionIsolation=READ-COMMITTED"
         + "&sessionVariables=time_zone='+00:00',innodb_lock_wait_timeout=10";
     this.props = new Properties();
@@ -111,6 +114,8 @@ public final class Db implements AutoCloseable {
   private final class Worker extends Thread {
     private Connection conn;
     private long lastUsed;
+    /** Statements the current unit of work has sent so far. */
+    private int sent;
 
     Worker(Runnable r, String name) {
       super(r, name);
@@ -254,36 +259,53 @@ public final class Db implements AutoCloseable {
   }
 
   private <T> CompletableFuture<T> submit(ExecutorService pool, Work<T> work) {
-    CompletableFuture<T> result = new CompletableFuture<>();
+    Task<T> task = new Task<>(work);
     try {
-      pool.execute(() -> {
-        Worker w = (Worker) Thread.currentThread();
-        boolean reused = w.conn != null;
-        long started = System.nanoTime();
-        try {
-          result.complete(work.run(w.connection()));
-        } catch (Throwable e) {
-          if (reused && isConnectionLoss(e) && System.nanoTime() - started < STALE_FAILS_WITHIN_NANOS) {
-            // A kept connection the server or the network closed while it was idle fails at
-            // once, before the server ran anything of this work: run it again on a new one.
-            w.discard();
-            runOnce(w, work, result);
-          } else {
-            fail(w, e, result);
-          }
-        }
-      });
+      pool.execute(task);
     } catch (RejectedExecutionException e) {
-      result.completeExceptionally(new StoreUnavailableException("MySQL store is closed", e));
+      task.abandon();
     }
-    return result;
+    return task.result;
   }
 
-  private static <T> void runOnce(Worker w, Work<T> work, CompletableFuture<T> result) {
-    try {
-      result.complete(work.run(w.connection()));
-    } catch (Throwable e) {
-      fail(w, e, result);
+  /** One unit of work queued for a worker; {@link #abandon} fails it if the store closes first. */
+  private static final class Task<T> implements Runnable {
+    final Work<T> work;
+    final CompletableFuture<T> result = new CompletableFuture<>();
+
+    Task(Work<T> work) {
+      this.work = work;
+    }
+
+    @Override
+    public void run() {
+      Worker w = (Worker) Thread.currentThread();
+      boolean reused = w.conn != null;
+      long started = System.nanoTime();
+      w.sent = 0;
+      try {
+        result.complete(work.run(w.connection()));
+      } catch (Throwable e) {
+        if (reused && w.sent <= 1 && isConnectionLoss(e) && System.nanoTime() - started < STALE_FAILS_WITHIN_NANOS) {
+          // A kept connection that the server or the network closed while it was idle fails at
+          // once, on the unit's first statement, which the server never got: run the unit again
+          // on a new connection. (A failure after that statement may follow a write the server
+          // made, and is left to the caller, which knows whether a step can run twice.)
+          w.discard();
+          w.sent = 0;
+          try {
+            result.complete(work.run(w.connection()));
+          } catch (Throwable again) {
+            fail(w, again, result);
+          }
+        } else {
+          fail(w, e, result);
+        }
+      }
+    }
+
+    void abandon() {
+      result.completeExceptionally(new StoreUnavailableException("MySQL store closed before this step ran", null));
     }
   }
 
@@ -341,8 +363,15 @@ public final class Db implements AutoCloseable {
   static final Null NULL_INT = new Null(Types.INTEGER);
   static final Null NULL_STRING = new Null(Types.VARCHAR);
 
-  private static PreparedStatement prepare(Connection c, String sql, Object... args) throws SQLException {
+  private static void counted() {
     ROUND_TRIPS.increment();
+    if (Thread.currentThread() instanceof Db.Worker w) {
+      w.sent++;
+    }
+  }
+
+  private static PreparedStatement prepare(Connection c, String sql, Object... args) throws SQLException {
+    counted();
     PreparedStatement s = c.prepareStatement(sql);
     for (int i = 0; i < args.length; i++) {
       Object a = args[i];
@@ -390,7 +419,7 @@ public final class Db implements AutoCloseable {
 
   /** Plain SQL without parameters (DDL, transaction control). */
   static void exec(Connection c, String sql) throws SQLException {
-    ROUND_TRIPS.increment();
+    counted();
     try (Statement s = c.createStatement()) {
       s.execute(sql);
     }
@@ -420,16 +449,27 @@ public final class Db implements AutoCloseable {
     shutdown(workers, 10);
   }
 
-  /** Lets queued work finish within the bound (each worker closes its connection as it ends). */
+  /**
+   * Lets queued work finish within the bound (each worker closes its connection as it ends); work
+   * still queued after it fails with {@link StoreUnavailableException}, so no caller waits forever.
+   */
   private static void shutdown(ThreadPoolExecutor pool, int seconds) {
     pool.shutdown();
     try {
       if (!pool.awaitTermination(seconds, TimeUnit.SECONDS)) {
-        pool.shutdownNow();
+        abandon(pool.shutdownNow());
       }
     } catch (InterruptedException e) {
-      pool.shutdownNow();
+      abandon(pool.shutdownNow());
       Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void abandon(List<Runnable> queued) {
+    for (Runnable r : queued) {
+      if (r instanceof Task<?> t) {
+        t.abandon();
+      }
     }
   }
 }

@@ -98,25 +98,37 @@ public final class Migrations {
             // applied-row lookup after a lost CAS reads rows by entity and event
             "ALTER TABLE " + p + "ledger ADD KEY " + p + "ledger_entity_event (entity_id(64), event), DROP KEY " + p + "ledger_entity"),
         List.of(
-            // a duplicate's time since its original was confirmed: what `ttl-advice --from-db` reads
-            "ALTER TABLE " + p + "decision ADD COLUMN original_age_ms BIGINT NULL",
-            "ALTER TABLE " + p + "decision ADD KEY " + p + "decision_route_at (route, at_ms)"));
+            // a duplicate's time since its original was confirmed: what `ttl-advice --from-db` reads.
+            // One statement, so that a migration cut off midway can simply run again.
+            "ALTER TABLE " + p + "decision ADD COLUMN original_age_ms BIGINT NULL, ADD KEY " + p + "decision_route_at (route, at_ms)"));
   }
 
   /** Applies missing versions; returns the schema version afterwards. Blocks. */
   public int migrate() {
     return db.blocking(c -> {
-      String lock = "onceguard-migrate-" + p;
-      List<Long> got = Db.query(c, "SELECT GET_LOCK(?, 60)", r -> Db.longOrNull(r, 1), lock);
-      if (got.isEmpty() || got.get(0) == null || got.get(0) != 1L) {
-        throw new IllegalStateException("could not take the migration lock '" + lock + "' within 60s");
-      }
+      // no socket timeout while migrating: the lock waits up to 60 s, and an ALTER of a large
+      // table takes as long as it takes; cut off midway, it would leave a version half applied
+      int timeout = c.getNetworkTimeout();
+      c.setNetworkTimeout(Runnable::run, 0);
       try {
-        return lockedMigrate(c);
+        return lockedAndMigrated(c);
       } finally {
-        Db.query(c, "SELECT RELEASE_LOCK(?)", r -> Db.longOrNull(r, 1), lock);
+        c.setNetworkTimeout(Runnable::run, timeout);
       }
     });
+  }
+
+  private int lockedAndMigrated(Connection c) throws SQLException {
+    String lock = "onceguard-migrate-" + p;
+    List<Long> got = Db.query(c, "SELECT GET_LOCK(?, 60)", r -> Db.longOrNull(r, 1), lock);
+    if (got.isEmpty() || got.get(0) == null || got.get(0) != 1L) {
+      throw new IllegalStateException("could not take the migration lock '" + lock + "' within 60s");
+    }
+    try {
+      return lockedMigrate(c);
+    } finally {
+      Db.query(c, "SELECT RELEASE_LOCK(?)", r -> Db.longOrNull(r, 1), lock);
+    }
   }
 
   private int lockedMigrate(Connection c) throws SQLException {

@@ -423,6 +423,13 @@ class ConfigReaderTest {
   }
 
   @Test
+  void bootstrapServers_asTheKafkaClientsReadThem_ipv6AndProtocolPrefix_accepted() {
+    SidecarConfig c = parse(variant("bootstrap-servers: kafka-1:9092,kafka-2:9092", "bootstrap-servers: '[::1]:9092,SASL_SSL://kafka-2:9093'"));
+
+    assertThat(c.kafka().bootstrapServers()).isEqualTo("[::1]:9092,SASL_SSL://kafka-2:9093");
+  }
+
+  @Test
   void bootstrapServer_portOutOfRange_errorNamesPath() {
     assertRejected(variant("kafka-1:9092,kafka-2:9092", "kafka-1:9092,kafka-2:99999"))
         .hasMessageStartingWith("kafka.bootstrap-servers: 'kafka-2:99999' is not host:port (port 1 to 65535)");

@@ -103,7 +103,7 @@ class MetricsTest {
   }
 
   @Test
-  void duplicateAge_isAHistogramPerRouteAndLayer_fromTheVerdictsOriginalAge() {
+  void duplicateAge_isAHistogramPerRouteLayerAndReason_fromTheVerdictsOriginalAge() {
     try (Metrics m = new Metrics()) {
       Verdict ledgerHit = Verdict.newBuilder().setRoute("orders").setDisposition(Disposition.DUPLICATE_IGNORE).setLayer(Layer.LEDGER)
           .setReason(Reason.LEDGER_HIT).setOriginalAgeMs(java.time.Duration.ofDays(9).toMillis()).build();
@@ -115,11 +115,11 @@ class MetricsTest {
       ScrapeText s = ScrapeText.parse(m.scrape());
       assertThat(s.types()).containsEntry("onceguard_duplicate_age_seconds", "histogram");
       // 9 days: above the 7-day bucket, within 14 days
-      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "le", "604800.0").value()).isZero();
-      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "le", "1209600.0").value())
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "reason", "LEDGER_HIT", "le", "604800.0").value()).isZero();
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "LEDGER", "reason", "LEDGER_HIT", "le", "1209600.0").value())
           .isEqualTo(1.0);
-      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "CACHE", "le", "60.0").value()).isEqualTo(1.0);
-      assertThat(s.one("onceguard_duplicate_age_seconds_count", "route", "orders", "layer", "CACHE").value())
+      assertThat(s.one("onceguard_duplicate_age_seconds_bucket", "route", "orders", "layer", "CACHE", "reason", "CACHE_HIT", "le", "60.0").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_duplicate_age_seconds_count", "route", "orders", "layer", "CACHE", "reason", "CACHE_HIT").value())
           .as("a duplicate of unknown age is not counted").isEqualTo(1.0);
     }
   }
