@@ -81,7 +81,9 @@ public record Verdict(
     /** L3: MySQL state machine. */
     STATE_MACHINE,
     /** The business container (REJECT). */
-    BUSINESS
+    BUSINESS,
+    /** An operator through the admin command line (decision log entries only). */
+    OPERATOR
   }
 
   /** Why. Mirrors {@code onceguard.v1.Reason}. */
@@ -116,6 +118,8 @@ public record Verdict(
      * L3: the transition was applied already by a record with different content: a distinct
      * fact the entity model cannot hold (escalated, never ignored).
      */
-    CONFLICTING_FACT
+    CONFLICTING_FACT,
+    /** Operator: {@code onceguard reset-entity} set the entity's state (decision log entries only). */
+    OPERATOR_RESET
   }
 }

@@ -84,16 +84,34 @@ final class KafkaTopics implements AutoCloseable {
    * broker's default replication factor; blocks up to the timeout. A topic that exists meanwhile
    * (another instance created it) counts as created.
    *
-   * @throws IllegalStateException with Kafka's reason when it could not be created
+   * @throws IllegalStateException with Kafka's reason when it could not be created for now (a
+   *     timeout, a broker away): worth trying again
+   * @throws Refused when Kafka refused it (authorization, a policy, a replication factor the
+   *     cluster cannot give): trying again will not help
    */
-  void create(String name, Optional<Integer> partitions) throws InterruptedException {
+  void create(String name, Optional<Integer> partitions) throws InterruptedException, Refused {
     try {
       admin().createTopics(java.util.List.of(new NewTopic(name, partitions, Optional.empty())),
           new CreateTopicsOptions().timeoutMs((int) timeout.toMillis())).all().get();
     } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof TopicExistsException)) {
-        throw new IllegalStateException("cannot create topic '" + name + "': " + e.getCause().getMessage(), e.getCause());
+      Throwable cause = e.getCause();
+      if (cause instanceof TopicExistsException) {
+        return;
       }
+      String why = "cannot create topic '" + name + "': " + cause.getMessage();
+      if (cause instanceof org.apache.kafka.common.errors.RetriableException) {
+        throw new IllegalStateException(why, cause);
+      }
+      throw new Refused(why, cause);
+    }
+  }
+
+  /** Kafka refused a request in a way that asking again will not change. */
+  static final class Refused extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Refused(String message, Throwable cause) {
+      super(message, cause);
     }
   }
 

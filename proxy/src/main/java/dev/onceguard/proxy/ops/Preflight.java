@@ -209,6 +209,14 @@ final class Preflight {
     CompletableFuture<Map<String, Integer>> described = topics.partitions(names).toCompletableFuture();
     String error = reason(described, timeout.plusSeconds(1));
     if (error != null) {
+      Throwable cause = described.isCompletedExceptionally() ? described.handle((x, e) -> e).join() : null;
+      if (cause instanceof java.util.concurrent.CompletionException && cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      if (cause instanceof org.apache.kafka.common.errors.AuthorizationException) {
+        // not a Kafka that is away: waiting would not change the answer
+        return "Kafka (" + config.kafka().bootstrapServers() + ") refused to describe the topics: " + cause.getMessage();
+      }
       throw new IllegalStateException("Kafka (" + config.kafka().bootstrapServers() + "): " + error);
     }
     Map<String, Integer> existing = new LinkedHashMap<>(described.join());
@@ -225,7 +233,12 @@ final class Preflight {
               rc.name(), topic);
         } else if (config.kafka().createTopics()) {
           Optional<Integer> partitions = Optional.ofNullable(existing.get(rc.topics().get(0)));
-          topics.create(topic, partitions);
+          try {
+            topics.create(topic, partitions);
+          } catch (KafkaTopics.Refused refused) {
+            missing.add("route " + rc.name() + ": " + refused.getMessage());
+            continue;
+          }
           existing.put(topic, partitions.orElse(-1));
           log.info("route {}: created {} topic '{}' with {} (kafka.create-topics)", rc.name(), kind, topic,
               partitions.map(p -> p + " partition(s), as source topic '" + rc.topics().get(0) + "'").orElse("the broker's default partitions"));

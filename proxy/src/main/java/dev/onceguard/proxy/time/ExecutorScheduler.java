@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
@@ -67,7 +68,13 @@ public final class ExecutorScheduler implements Scheduler, AutoCloseable {
     }
   }
 
-  /** A delay whose cancellation also removes its timer task. */
+  /**
+   * A delay whose cancellation also removes its timer task. Cancelling is routine (every accepted
+   * record cancels its lease-renewal timer), so it completes the delay with one shared exception
+   * without a stack trace: {@code CompletableFuture.cancel} would create a
+   * {@link CancellationException} and, for each dependent stage, a wrapping exception, each filling
+   * in its stack trace.
+   */
   private static final class DelayFuture extends CompletableFuture<Void> {
     volatile ScheduledFuture<?> timer;
 
@@ -77,7 +84,24 @@ public final class ExecutorScheduler implements Scheduler, AutoCloseable {
       if (t != null) {
         t.cancel(false);
       }
-      return super.cancel(mayInterruptIfRunning);
+      return completeExceptionally(CANCELLED);
+    }
+  }
+
+  /** How a cancelled delay completes; dependents see this same instance (it is a CompletionException already). */
+  static final CompletionException CANCELLED = new Cancelled();
+
+  private static final class Cancelled extends CompletionException {
+    private static final long serialVersionUID = 1L;
+
+    Cancelled() {
+      super("delay cancelled", new CancellationException("delay cancelled"));
+      getCause().setStackTrace(new StackTraceElement[0]);
+    }
+
+    @Override
+    public synchronized Throwable fillInStackTrace() {
+      return this;
     }
   }
 }

@@ -17,7 +17,9 @@ public interface Scheduler {
 
   /**
    * A stage that completes normally once {@code delay} has passed (immediately for a zero or
-   * negative delay). Cancelling its {@code toCompletableFuture()} releases the pending timer.
+   * negative delay). Cancelling its {@code toCompletableFuture()} releases the pending timer and
+   * completes the stage exceptionally (dependents see a {@code CompletionException} whose cause is a
+   * {@code CancellationException}).
    */
   CompletionStage<Void> delay(Duration delay);
 }

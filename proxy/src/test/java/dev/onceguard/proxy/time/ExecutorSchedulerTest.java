@@ -45,6 +45,23 @@ class ExecutorSchedulerTest {
   }
 
   @Test
+  void cancel_releasesTheTimer_andCompletesDependentsExceptionally_withoutAStackTracePerCancel() {
+    try (ExecutorScheduler s = new ExecutorScheduler("test-timer")) {
+      CompletableFuture<Void> delay = s.delay(Duration.ofHours(1)).toCompletableFuture();
+      AtomicReference<Throwable> seen = new AtomicReference<>();
+      delay.whenComplete((v, e) -> seen.set(e));
+
+      assertThat(delay.cancel(false)).isTrue();
+
+      assertThat(delay).isCompletedExceptionally();
+      assertThat(seen.get()).isInstanceOf(java.util.concurrent.CompletionException.class)
+          .hasCauseInstanceOf(CancellationException.class);
+      assertThat(seen.get().getStackTrace()).as("shared, without a stack trace").isEmpty();
+      assertThat(delay.cancel(false)).as("only once").isFalse();
+    }
+  }
+
+  @Test
   void close_failsPendingDelays_soNothingWaitsForever() {
     ExecutorScheduler s = new ExecutorScheduler("test-timer");
     CompletableFuture<Void> pending = s.delay(Duration.ofHours(1)).toCompletableFuture();
