@@ -40,9 +40,12 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "onceguard", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
-    subcommands = {Main.Run.class, Main.Validate.class, Main.Migrate.class, AdminCommands.Explain.class, AdminCommands.ResetEntity.class,
+    subcommands = {CommandLine.HelpCommand.class, Main.Run.class, Main.Validate.class, Main.Migrate.class, AdminCommands.Explain.class,
+        AdminCommands.ResetEntity.class,
         AdminCommands.Redrive.class, TtlAdviceCommand.class})
 public final class Main implements Runnable {
+  /** Environment variable naming the configuration file when {@code --config} is not given. */
+  static final String CONFIG_ENV = "ONCEGUARD_CONFIG";
   static final int EXIT_OK = 0;
   static final int EXIT_FAILURE = 1;
   static final int EXIT_CONFIG = 2;
@@ -62,7 +65,8 @@ public final class Main implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate or migrate");
+    throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate, migrate, explain, redrive,"
+        + " reset-entity, ttl-advice or help");
   }
 
   /**
@@ -73,12 +77,17 @@ public final class Main implements Runnable {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--config", required = true, paramLabel = "FILE", description = "YAML configuration file")
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE", defaultValue = "${env:" + CONFIG_ENV + "}",
+        description = "YAML configuration file (default: the " + CONFIG_ENV + " environment variable)")
     Path config;
 
     @Override
     public final Integer call() throws InterruptedException {
       PrintWriter err = spec.commandLine().getErr();
+      if (config == null) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "missing the configuration: give --config FILE (or -c FILE), or set " + CONFIG_ENV);
+      }
       SidecarConfig cfg;
       try {
         cfg = new ConfigReader().read(config);

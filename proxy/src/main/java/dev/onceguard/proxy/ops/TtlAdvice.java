@@ -72,6 +72,67 @@ final class TtlAdvice {
     return out.toString();
   }
 
+  /**
+   * The same advice from the histogram {@code onceguard_duplicate_age_seconds} (Prometheus): shares
+   * are read at bucket bounds, so a TTL that is not a bound gets the share of the bound below it
+   * (marked as at least that), and percentiles are the bounds they fall under.
+   *
+   * @param ledgerHits cumulative LEDGER_HIT counts by bucket upper bound in seconds (+Inf included)
+   * @param cacheHits duplicates L1 answered in the window
+   * @param otherDuplicates duplicates L1 could not have answered (in flight, re-sent under another key)
+   */
+  static String reportFromBuckets(String route, java.util.Map<Double, Double> ledgerHits, double cacheHits, double otherDuplicates,
+      Duration currentTtl, Duration window) {
+    java.util.TreeMap<Double, Double> cum = new java.util.TreeMap<>(ledgerHits);
+    double total = cum.isEmpty() ? 0 : cum.lastEntry().getValue();
+    StringBuilder out = new StringBuilder();
+    out.append(String.format(Locale.ROOT, "route '%s' (redis-ttl %s), Prometheus, last %s:%n", route, human(currentTtl.toMillis()),
+        human(window.toMillis())));
+    out.append(String.format(Locale.ROOT, "  %.0f duplicates missed L1 and were caught by the ledger (LEDGER_HIT); L1 answered %.0f;"
+        + " %.0f others L1 could not have answered (in flight, or re-sent under another key)%n", total, cacheHits, otherDuplicates));
+    if (total <= 0) {
+      out.append("  nothing for a longer TTL to gain: no duplicate reached the ledger in the window").append(System.lineSeparator());
+      return out.toString();
+    }
+    out.append(String.format(Locale.ROOT, "  their age since the original was confirmed: p50 under %s, p90 under %s, p99 under %s%n",
+        bound(cum, total * 0.50), bound(cum, total * 0.90), bound(cum, total * 0.99)));
+    TreeSet<Duration> ttls = new TreeSet<>(CANDIDATES);
+    ttls.add(currentTtl);
+    List<String> parts = new ArrayList<>();
+    Duration enough = null;
+    for (Duration ttl : ttls) {
+      java.util.Map.Entry<Double, Double> e = cum.floorEntry(ttl.toMillis() / 1000.0);
+      double n = e == null ? 0 : e.getValue();
+      boolean exact = e != null && e.getKey() * 1000 == ttl.toMillis();
+      parts.add(String.format(Locale.ROOT, "%s %s%s", human(ttl.toMillis()), exact ? "" : "at least ", share((long) n, (long) total)));
+      if (enough == null && n >= 0.99 * total) {
+        enough = ttl;
+      }
+    }
+    out.append("  an L1 TTL of ").append(String.join(", ", parts)).append(" would have answered that share of them from Redis")
+        .append(System.lineSeparator());
+    java.util.Map.Entry<Double, Double> within = cum.floorEntry(currentTtl.toMillis() / 1000.0);
+    if (within != null && within.getValue() > 0) {
+      out.append(String.format(Locale.ROOT, "  at least %s of them came within the current TTL: Redis did not have the key (restart,"
+          + " eviction, an outage or its breaker), not the TTL%n", share(within.getValue().longValue(), (long) total)));
+    }
+    out.append(enough == null
+        ? String.format(Locale.ROOT, "  none of these TTLs covers 99%%: the ledger (which has no TTL) is what catches these%n")
+        : String.format(Locale.ROOT, "  the shortest of these covering 99%% is %s; the ledger catches the rest whatever the TTL%n",
+            human(enough.toMillis())));
+    return out.toString();
+  }
+
+  /** The smallest bucket bound under which {@code count} of the duplicates fall. */
+  private static String bound(java.util.TreeMap<Double, Double> cum, double count) {
+    for (java.util.Map.Entry<Double, Double> e : cum.entrySet()) {
+      if (e.getValue() >= count) {
+        return e.getKey().isInfinite() ? "+Inf (above the largest bucket)" : human((long) (e.getKey() * 1000));
+      }
+    }
+    return "+Inf";
+  }
+
   /** How many ages are within {@code ttl}. */
   private static long covered(long[] sorted, Duration ttl) {
     long limit = ttl.toMillis();

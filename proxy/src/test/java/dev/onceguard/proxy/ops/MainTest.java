@@ -159,4 +159,61 @@ class MainTest {
     assertThat(run()).isEqualTo(2);
     assertThat(err.toString()).contains("missing command");
   }
+
+  @Test
+  void ttlAdvice_fromPrometheus_readsTheDuplicateAgeHistogram() throws Exception {
+    // a stand-in for Prometheus's query API (the real one is exercised by AlertsIT): answers the
+    // three queries ttl-advice sends with canned vectors
+    com.sun.net.httpserver.HttpServer prom = com.sun.net.httpserver.HttpServer.create(new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+    java.util.List<String> queries = new java.util.concurrent.CopyOnWriteArrayList<>();
+    prom.createContext("/api/v1/query", ex -> {
+      String q = java.net.URLDecoder.decode(ex.getRequestURI().getRawQuery().substring("query=".length()), java.nio.charset.StandardCharsets.UTF_8);
+      queries.add(q);
+      String result = q.startsWith("sum by (le)")
+          ? "[{\"metric\":{\"le\":\"86400.0\"},\"value\":[1,\"40\"]},{\"metric\":{\"le\":\"1209600.0\"},\"value\":[1,\"100\"]},"
+              + "{\"metric\":{\"le\":\"+Inf\"},\"value\":[1,\"100\"]}]"
+          : q.contains("CACHE_HIT\"}") ? "[{\"metric\":{},\"value\":[1,\"900\"]}]" : "[]";
+      byte[] body = ("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":" + result + "}}")
+          .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    prom.start();
+    try {
+      int code = run("ttl-advice", "-c", file(VALID).toString(), "--prometheus", "http://127.0.0.1:" + prom.getAddress().getPort(),
+          "--window", "14");
+      assertThat(code).as(err.toString()).isZero();
+    } finally {
+      prom.stop(0);
+    }
+    assertThat(queries.get(0)).isEqualTo(
+        "sum by (le) (increase(onceguard_duplicate_age_seconds_bucket{route=\"orders\",reason=\"LEDGER_HIT\"}[14d]))");
+    assertThat(out.toString()).contains("route 'orders' (redis-ttl 30 d), Prometheus, last 14 d")
+        .contains("100 duplicates missed L1").contains("L1 answered 900").contains("1 d 40.0%").contains("14 d 100.0%");
+  }
+
+  @Test
+  void configShortOption_worksLikeTheLongOne() throws Exception {
+    assertThat(run("validate", "-c", file(VALID).toString())).isZero();
+    assertThat(out.toString()).contains("orders");
+  }
+
+  @Test
+  void noConfig_andNoEnvironmentVariable_isAUsageErrorNamingBoth() {
+    // (the test JVM has no ONCEGUARD_CONFIG; picocli resolves ${env:...} from the process environment)
+    org.junit.jupiter.api.Assumptions.assumeTrue(System.getenv(Main.CONFIG_ENV) == null);
+    assertThat(run("validate")).isEqualTo(2);
+    assertThat(err.toString()).contains("give --config FILE (or -c FILE), or set ONCEGUARD_CONFIG");
+  }
+
+  @Test
+  void help_listsTheCommands_andHelpOfOneCommandShowsItsOptions() {
+    assertThat(run("help")).isZero();
+    assertThat(out.toString()).contains("run").contains("validate").contains("explain").contains("redrive").contains("reset-entity")
+        .contains("ttl-advice");
+    out.getBuffer().setLength(0);
+    assertThat(run("help", "redrive")).isZero();
+    assertThat(out.toString()).contains("--dry-run").contains("--reason").contains("-c, --config");
+  }
 }

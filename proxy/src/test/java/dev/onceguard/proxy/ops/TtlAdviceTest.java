@@ -45,6 +45,29 @@ class TtlAdviceTest {
   }
 
   @Test
+  void reportFromBuckets_sharesAtBucketBounds_percentilesAsBounds() {
+    // cumulative LEDGER_HIT counts: 50 within 1 h, 90 within 7 d, 99 within 14 d, 100 in all
+    java.util.Map<Double, Double> cum = new java.util.TreeMap<>();
+    cum.put(3600.0, 50.0);
+    cum.put(86_400.0, 50.0);
+    cum.put(604_800.0, 90.0);
+    cum.put(1_209_600.0, 99.0);
+    cum.put(2_592_000.0, 100.0);
+    cum.put(7_776_000.0, 100.0);
+    cum.put(Double.POSITIVE_INFINITY, 100.0);
+
+    String r = TtlAdvice.reportFromBuckets("ship", cum, 2_000, 5, Duration.ofDays(10), Duration.ofDays(30));
+
+    assertThat(r).contains("route 'ship' (redis-ttl 10 d), Prometheus, last 30 d");
+    assertThat(r).contains("100 duplicates missed L1").contains("L1 answered 2000").contains("5 others");
+    assertThat(r).contains("p50 under 1 h, p90 under 7 d, p99 under 14 d");
+    // 10 days is not a bucket bound: the share at the 7-day bound, as a lower bound
+    assertThat(r).contains("1 h 50.0%, 1 d 50.0%, 7 d 90.0%, 10 d at least 90.0%, 14 d 99.0%, 30 d 100.0%, 90 d 100.0%");
+    assertThat(r).contains("at least 90.0% of them came within the current TTL");
+    assertThat(r).contains("the shortest of these covering 99% is 14 d");
+  }
+
+  @Test
   void human_readableDurations() {
     assertThat(TtlAdvice.human(950)).isEqualTo("950 ms");
     assertThat(TtlAdvice.human(42_000)).isEqualTo("42 s");
