@@ -15,8 +15,9 @@ import org.slf4j.LoggerFactory;
  * commit is still allowed:
  *
  * <ul>
- *   <li>{@link #revoke}: cancel at once (the group's rebalance waits for us), wait up to the bound,
- *       commit, forget;
+ *   <li>{@link #revoke}: let running records finish for a short grace (a fifth of the bound, at most
+ *       {@link #REVOKE_GRACE_MAX}: the group's rebalance waits for us), then cancel the rest and wait
+ *       up to the bound, commit, forget;
  *   <li>{@link #shutdown}: let running records finish up to the shutdown timeout, then cancel and
  *       wait a grace period, commit, forget;
  *   <li>{@link #lose}: the group already moved on — cancel and forget, commit nothing;
@@ -62,17 +63,31 @@ final class PartitionDrain {
     this.nanoTime = nanoTime;
   }
 
-  /** Revocation: cancel, wait up to {@code bound}, commit the finished prefix, forget. */
+  /** Longest a revocation lets running records finish before it cancels them. */
+  static final Duration REVOKE_GRACE_MAX = Duration.ofSeconds(1);
+
+  /**
+   * Revocation: let running records finish for a grace, cancel the rest, wait up to {@code bound},
+   * commit the finished prefix, forget. Why not cancel at once: a record cancelled during its
+   * business call keeps its claim, under this live owner, until the claim's lease ends (the
+   * business may have it, so nobody may deliver it again sooner), and the partition's next owner
+   * waits that long for it; a call usually ends within milliseconds, and then it is confirmed.
+   */
   void revoke(Collection<TopicPartition> tps, Duration bound) {
     int dropped = work.dropWaiting(tps);
-    int cancelled = work.running(tps);
-    work.cancel(tps);
-    awaitRunning(tps, bound);
+    int running = work.running(tps);
+    Duration grace = bound.dividedBy(5).compareTo(REVOKE_GRACE_MAX) < 0 ? bound.dividedBy(5) : REVOKE_GRACE_MAX;
+    int cancelled = 0;
+    if (!awaitRunning(tps, grace)) {
+      cancelled = work.running(tps);
+      work.cancel(tps);
+      awaitRunning(tps, bound.minus(grace));
+    }
     int abandoned = work.running(tps);
     commits.commitSync(tps, "revoked");
     work.forget(tps);
-    log.info("route {}: revoked {}: cancelled {} in flight ({} abandoned after {}), left {} not started for the next owner",
-        route, tps, cancelled, abandoned, bound, dropped);
+    log.info("route {}: revoked {}: {} in flight, {} finished within {}, {} cancelled ({} abandoned after {}), left {} not started"
+        + " for the next owner", route, tps, running, running - cancelled, grace, cancelled, abandoned, bound, dropped);
   }
 
   /** Shutdown: wait up to {@code timeout}, then cancel and wait up to {@code grace}; commit, forget. */

@@ -130,7 +130,7 @@ class PartitionDrainTest {
   }
 
   @Test
-  void revoke_cancelsRunningRecords_waitsForThem_commitsTheFinishedPrefix_andForgets() {
+  void revoke_givesRunningRecordsAGraceToFinish_thenCancels_waitsForThem_commitsTheFinishedPrefix_andForgets() {
     Running r = runningAtOffset1(true);
     drain.revoke(List.of(P0), Duration.ofSeconds(5));
     assertThat(r.cancelled).isTrue();
@@ -138,14 +138,28 @@ class PartitionDrainTest {
     assertThat(work.waiting).as("records not started are dropped for the next owner").isZero();
     assertThat(committed(P0)).isEqualTo(1);
     assertThat(work.forgotten).containsExactly(P0);
-    assertThat(nanos.get()).as("no waiting once the cancelled record reported back").isZero();
+    assertThat(Duration.ofNanos(nanos.get())).as("the grace (a fifth of the bound, at most 1 s); no waiting once the cancelled record"
+        + " reported back").isEqualTo(PartitionDrain.REVOKE_GRACE_MAX);
+  }
+
+  @Test
+  void revoke_recordThatFinishesWithinTheGrace_isNotCancelled_andItsOffsetIsCommitted() {
+    Running r = runningAtOffset1(true);
+    work.completions.add(() -> {
+      work.running.remove(1L);
+      commits.finished(p0, 1);
+    });
+    drain.revoke(List.of(P0), Duration.ofSeconds(5));
+    assertThat(r.cancelled).as("it ended on its own: its claim is confirmed, not left leased for the next owner").isFalse();
+    assertThat(committed(P0)).isEqualTo(2);
+    assertThat(nanos.get()).isZero();
   }
 
   @Test
   void revoke_recordIgnoringItsCancellation_isAbandonedAtTheBound_andNotCommitted() {
     runningAtOffset1(false);
     drain.revoke(List.of(P0), Duration.ofMillis(300));
-    assertThat(Duration.ofNanos(nanos.get())).isEqualTo(Duration.ofMillis(300));
+    assertThat(Duration.ofNanos(nanos.get())).as("the grace, then the rest of the bound").isEqualTo(Duration.ofMillis(300));
     assertThat(committed(P0)).isEqualTo(1);
     assertThat(work.forgotten).containsExactly(P0);
   }
