@@ -63,6 +63,18 @@ final class SidecarProcess implements AutoCloseable {
     }
   }
 
+  /** {@code <name>.yaml} in the log folder, holding {@code yaml}. */
+  private static Path writeConfig(String name, String yaml) throws IOException {
+    Files.createDirectories(LOGS);
+    Path config = LOGS.resolve(name + ".yaml");
+    Files.writeString(config, yaml);
+    return config;
+  }
+
+  private static String javaBinary() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+
   static SidecarProcess start(String name, String yaml, int grpcPort) {
     return start(name, yaml, grpcPort, new String[0]);
   }
@@ -70,11 +82,9 @@ final class SidecarProcess implements AutoCloseable {
   /** As {@link #start(String, String, int)}, with more arguments to {@code run}. */
   static SidecarProcess start(String name, String yaml, int grpcPort, String... runArgs) {
     try {
-      Files.createDirectories(LOGS);
-      Path config = LOGS.resolve(name + ".yaml");
-      Files.writeString(config, yaml);
+      Path config = writeConfig(name, yaml);
       Path log = LOGS.resolve(name + ".log");
-      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      String java = javaBinary();
       List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx384m", "-jar", jar().toString(), "run", "--config", config.toString()));
       cmd.addAll(List.of(runArgs));
       Process p = new ProcessBuilder(cmd)
@@ -96,11 +106,9 @@ final class SidecarProcess implements AutoCloseable {
    */
   static Outcome command(String name, String yaml, Duration timeout, String... command) throws InterruptedException {
     try {
-      Files.createDirectories(LOGS);
-      Path config = LOGS.resolve(name + ".yaml");
-      Files.writeString(config, yaml);
+      Path config = writeConfig(name, yaml);
       Path log = LOGS.resolve(name + ".log");
-      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      String java = javaBinary();
       List<String> cmd = new java.util.ArrayList<>(List.of(java, "-Xmx256m", "-jar", jar().toString()));
       cmd.addAll(List.of(command));
       cmd.addAll(List.of("--config", config.toString()));

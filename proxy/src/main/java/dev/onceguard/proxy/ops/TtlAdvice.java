@@ -6,6 +6,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.TreeSet;
+import java.util.function.Predicate;
+import java.util.function.ToDoubleFunction;
 
 /**
  * Turns the ages of duplicates that reached the ledger (how long after their original was
@@ -44,31 +46,7 @@ final class TtlAdvice {
         + " %d others L1 could not have answered (in flight, or re-sent under another key)%n", a.length, withoutAge, otherDuplicates));
     out.append(String.format(Locale.ROOT, "  their age since the original was confirmed: p50 %s, p90 %s, p99 %s, max %s%n", human(pct(a, 50)),
         human(pct(a, 90)), human(pct(a, 99)), human(a[a.length - 1])));
-    TreeSet<Duration> ttls = new TreeSet<>(CANDIDATES);
-    ttls.add(currentTtl);
-    List<String> parts = new ArrayList<>();
-    for (Duration ttl : ttls) {
-      parts.add(String.format(Locale.ROOT, "%s %s", human(ttl.toMillis()), share(covered(a, ttl), a.length)));
-    }
-    out.append("  an L1 TTL of ").append(String.join(", ", parts)).append(" would have answered that share of them from Redis")
-        .append(System.lineSeparator());
-    long within = covered(a, currentTtl);
-    if (within > 0) {
-      out.append(String.format(Locale.ROOT, "  %s of them came within the current TTL: Redis did not have the key (restart, eviction,"
-          + " an outage or its breaker), not the TTL%n", share(within, a.length)));
-    }
-    Duration enough = null;
-    for (Duration ttl : ttls) {
-      if (covered(a, ttl) * 100 >= 99L * a.length) {
-        enough = ttl;
-        break;
-      }
-    }
-    out.append(enough == null
-        ? String.format(Locale.ROOT, "  none of these TTLs covers 99%%: the ledger (which has no TTL) is what catches these; a TTL"
-            + " of at least %s would be needed%n", human(pct(a, 99)))
-        : String.format(Locale.ROOT, "  the shortest of these covering 99%% is %s; the ledger catches the rest whatever the TTL%n",
-            human(enough.toMillis())));
+    appendShares(out, currentTtl, a.length, ttl -> covered(a, ttl), ttl -> true, human(pct(a, 99)));
     return out.toString();
   }
 
@@ -96,31 +74,46 @@ final class TtlAdvice {
     }
     out.append(String.format(Locale.ROOT, "  their age since the original was confirmed: p50 under %s, p90 under %s, p99 under %s%n",
         bound(cum, total * 0.50), bound(cum, total * 0.90), bound(cum, total * 0.99)));
+    appendShares(out, currentTtl, total, ttl -> {
+      java.util.Map.Entry<Double, Double> e = cum.floorEntry(ttl.toMillis() / 1000.0);
+      return e == null ? 0 : e.getValue();
+    }, ttl -> cum.containsKey(ttl.toMillis() / 1000.0), null);
+    return out.toString();
+  }
+
+  /**
+   * The advice itself, whatever the ages came from: the share each TTL would have answered, the
+   * share the current TTL should have answered already, and the shortest TTL covering 99%.
+   *
+   * @param covered how many of the {@code total} duplicates are within a TTL
+   * @param exact whether {@code covered} is exact for a TTL (else it is a lower bound)
+   * @param needed the TTL 99% would need, when known
+   */
+  private static void appendShares(StringBuilder out, Duration currentTtl, double total, ToDoubleFunction<Duration> covered,
+      Predicate<Duration> exact, String needed) {
     TreeSet<Duration> ttls = new TreeSet<>(CANDIDATES);
     ttls.add(currentTtl);
     List<String> parts = new ArrayList<>();
     Duration enough = null;
     for (Duration ttl : ttls) {
-      java.util.Map.Entry<Double, Double> e = cum.floorEntry(ttl.toMillis() / 1000.0);
-      double n = e == null ? 0 : e.getValue();
-      boolean exact = e != null && e.getKey() * 1000 == ttl.toMillis();
-      parts.add(String.format(Locale.ROOT, "%s %s%s", human(ttl.toMillis()), exact ? "" : "at least ", share((long) n, (long) total)));
+      double n = covered.applyAsDouble(ttl);
+      parts.add(human(ttl.toMillis()) + " " + (exact.test(ttl) ? "" : "at least ") + share(n, total));
       if (enough == null && n >= 0.99 * total) {
         enough = ttl;
       }
     }
     out.append("  an L1 TTL of ").append(String.join(", ", parts)).append(" would have answered that share of them from Redis")
         .append(System.lineSeparator());
-    java.util.Map.Entry<Double, Double> within = cum.floorEntry(currentTtl.toMillis() / 1000.0);
-    if (within != null && within.getValue() > 0) {
-      out.append(String.format(Locale.ROOT, "  at least %s of them came within the current TTL: Redis did not have the key (restart,"
-          + " eviction, an outage or its breaker), not the TTL%n", share(within.getValue().longValue(), (long) total)));
+    double within = covered.applyAsDouble(currentTtl);
+    if (within > 0) {
+      out.append(String.format(Locale.ROOT, "  %s%s of them came within the current TTL: Redis did not have the key (restart, eviction,"
+          + " an outage or its breaker), not the TTL%n", exact.test(currentTtl) ? "" : "at least ", share(within, total)));
     }
-    out.append(enough == null
-        ? String.format(Locale.ROOT, "  none of these TTLs covers 99%%: the ledger (which has no TTL) is what catches these%n")
-        : String.format(Locale.ROOT, "  the shortest of these covering 99%% is %s; the ledger catches the rest whatever the TTL%n",
-            human(enough.toMillis())));
-    return out.toString();
+    out.append(enough != null
+        ? String.format(Locale.ROOT, "  the shortest of these covering 99%% is %s; the ledger catches the rest whatever the TTL%n",
+            human(enough.toMillis()))
+        : String.format(Locale.ROOT, "  none of these TTLs covers 99%%: the ledger (which has no TTL) is what catches these%s%n",
+            needed == null ? "" : "; a TTL of at least " + needed + " would be needed"));
   }
 
   /** The smallest bucket bound under which {@code count} of the duplicates fall. */
@@ -155,7 +148,7 @@ final class TtlAdvice {
     return sorted[Math.max(0, rank - 1)];
   }
 
-  private static String share(long n, long of) {
+  private static String share(double n, double of) {
     return String.format(Locale.ROOT, "%.1f%%", 100.0 * n / of);
   }
 
