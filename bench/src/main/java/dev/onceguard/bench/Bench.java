@@ -202,7 +202,7 @@ public final class Bench {
           o.pacedSeconds());
       for (int rep = 1; rep <= o.repeats(); rep++) {
         for (Scenario s : Scenario.values()) {
-          if (s.paced) {
+          if (s.paced && (s != Scenario.GUARD_MACHINE_PROCESS || Files.isRegularFile(o.sidecarJar()))) {
             Stats st = runner.paced(s, rate);
             paced.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
             System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%n", rep, s.id, st.p50(), st.p99(),
@@ -357,12 +357,34 @@ public final class Bench {
       return switch (s) {
         case HAND_A -> HandRolled.redisSetNx(env, topic, business.target(), done, "ogbench:hand:" + topic + ":");
         case HAND_B -> HandRolled.insertIgnore(env, topic, business.target(), done, db);
+        case GUARD_MACHINE_PROCESS -> startSidecarProcess(topic, db, done);
         default -> startSidecar(s, topic, db, done);
       };
     }
 
     private AutoCloseable startSidecar(Scenario s, String topic, String db, Completions done) throws Exception {
       return startSidecar(env, s, topic, db, done);
+    }
+
+    /** The packaged sidecar as its own process on the machine route; records end where the business receives them. */
+    private AutoCloseable startSidecarProcess(String topic, String db, Completions done) throws Exception {
+      kafka.createTopicNamed(topic + ".escalate", o.partitions()); // it refuses to start without its escalation topic
+      int port = SidecarRss.freePort();
+      String yaml = env.yaml(true, topic, db, business.target(), o.poolSize(), env.redisUri(), "127.0.0.1:" + port);
+      business.onReceive(topic, done);
+      try {
+        SidecarRss.Running sidecar = SidecarRss.start(o.sidecarJar(), o.out().toAbsolutePath().getParent(), "paced-sidecar", yaml, port);
+        return () -> {
+          try {
+            sidecar.close();
+          } finally {
+            business.onReceive(topic, null);
+          }
+        };
+      } catch (Exception | Error e) {
+        business.onReceive(topic, null);
+        throw e;
+      }
     }
 
     private AutoCloseable startSidecar(Env env, Scenario s, String topic, String db, Completions done) throws Exception {

@@ -155,10 +155,15 @@ final class BenchPage {
     return png == null ? "" : "![" + alt + "](benchmarks/" + png.getFileName() + ")\n\n";
   }
 
+  /** The rows of the scenarios that throughput runs measure (the charts leave the paced-only ones out). */
+  private List<Results.Row> throughputRows() {
+    return r.rows.values().stream().filter(row -> row.scenario().throughput()).toList();
+  }
+
   private Path throughputChart() throws IOException {
     List<String> names = new ArrayList<>();
     List<Double> ratios = new ArrayList<>();
-    for (Results.Row row : r.rows.values()) {
+    for (Results.Row row : throughputRows()) {
       names.add(row.scenario().id);
       ratios.add(row.ratio() == null ? 0.0 : Math.round(row.ratio() * 100) / 100.0); // the bar labels show the value as is
     }
@@ -176,7 +181,7 @@ final class BenchPage {
     List<String> names = new ArrayList<>();
     List<Double> jvm = new ArrayList<>();
     List<Double> db = new ArrayList<>();
-    for (Results.Row row : r.rows.values()) {
+    for (Results.Row row : throughputRows()) {
       names.add(row.scenario().id);
       jvm.add(row.jvmCpu() == null ? 0.0 : row.jvmCpu());
       db.add(row.dbCpu() == null ? 0.0 : row.dbCpu());

@@ -14,7 +14,10 @@ enum Scenario {
       "guard_machine's records again with L1 pointed at a closed port: all duplicates, answered by the ledger"),
   HAND_A("hand_a", true, "plain KafkaConsumer, per record Redis SET NX EX (lettuce, sync) then the business call; commitSync per poll"),
   HAND_B("hand_b", true,
-      "plain KafkaConsumer, per poll one JDBC transaction of INSERT IGNORE per record into a table keyed by the business key, business call per inserted row; COMMIT, then commitSync");
+      "plain KafkaConsumer, per poll one JDBC transaction of INSERT IGNORE per record into a table keyed by the business key, business call per inserted row; COMMIT, then commitSync"),
+  GUARD_MACHINE_PROCESS("guard_machine_process", true,
+      "paced only: guard_machine's route in the packaged sidecar as its own process, with the container image's JVM flags; a record ends"
+          + " when the business receives it, so this benchmark JVM's garbage collection is not in the sidecar's figures");
 
   final String id;
   final boolean paced;
@@ -35,16 +38,21 @@ enum Scenario {
     throw new IllegalArgumentException("unknown scenario " + id + " (known: " + java.util.Arrays.stream(values()).map(s -> s.id).toList() + ")");
   }
 
+  /** Whether throughput runs measure it (the others are paced only). */
+  boolean throughput() {
+    return this != GUARD_MACHINE_PROCESS;
+  }
+
   boolean sidecar() {
     return this != HAND_A && this != HAND_B;
   }
 
   boolean machine() {
-    return this == GUARD_MACHINE || this == REPLAY || this == REDIS_DOWN_DUPLICATES;
+    return this == GUARD_MACHINE || this == REPLAY || this == REDIS_DOWN_DUPLICATES || this == GUARD_MACHINE_PROCESS;
   }
 
   /** Whether a run of this scenario needs its own database (dropped after it). */
   boolean ownDatabase() {
-    return this == GUARD_MACHINE || this == GUARD_NO_MACHINE || this == HAND_B;
+    return this == GUARD_MACHINE || this == GUARD_NO_MACHINE || this == HAND_B || this == GUARD_MACHINE_PROCESS;
   }
 }

@@ -16,13 +16,14 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Resident memory of the sidecar as the container image runs it ({@code deploy/Dockerfile}'s JVM
- * flags: the serial collector, a small initial heap, at most 384 MB): VmRSS from
- * {@code /proc/<pid>/status} once it is SERVING and has sat idle for a few seconds, and the largest
+ * flags: the serial collector, a small initial heap, at most 384 MB, the native heap trimmed every
+ * 5 s): VmRSS from {@code /proc/<pid>/status} once it is SERVING and has sat idle for 10 s, and the largest
  * VmRSS sampled every 50 ms while it works off a guarded backlog (state-machine route).
  */
 final class SidecarRss {
-  static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xms16m", "-Xmx384m");
-  private static final Duration SETTLE = Duration.ofSeconds(3);
+  static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xms16m", "-Xmx384m", "-XX:TrimNativeHeapInterval=5000");
+  /** Two native-heap trim intervals: the start-up's compiler arenas have been given back. */
+  private static final Duration SETTLE = Duration.ofSeconds(10);
 
   record Result(double idleMb, double loadMb) {}
 
@@ -33,17 +34,8 @@ final class SidecarRss {
    * @param load sends the backlog, waits until the business saw all of it, returns when done
    */
   static Result measure(Path jar, Path workDir, String yaml, int grpcPort, LoadRun load) throws Exception {
-    Files.createDirectories(workDir);
-    Path config = workDir.resolve("rss-sidecar.yaml");
-    Files.writeString(config, yaml);
-    Path log = workDir.resolve("rss-sidecar.log");
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<String> cmd = new java.util.ArrayList<>(List.of(java));
-    cmd.addAll(JVM_FLAGS);
-    cmd.addAll(List.of("-jar", jar.toString(), "run", "--config", config.toString()));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    try {
-      awaitServing(p, grpcPort, Duration.ofSeconds(60), log);
+    try (Running r = start(jar, workDir, "rss-sidecar", yaml, grpcPort)) {
+      Process p = r.process();
       Thread.sleep(SETTLE.toMillis());
       double idle = rssMb(p.pid());
       double[] peak = {idle};
@@ -66,12 +58,41 @@ final class SidecarRss {
         sampler.join();
       }
       return new Result(idle, Math.max(peak[0], rssMb(p.pid())));
-    } finally {
-      p.destroy();
-      if (!p.waitFor(30, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        p.waitFor(10, TimeUnit.SECONDS);
+    }
+  }
+
+  /** The packaged sidecar, running with {@link #JVM_FLAGS}; closing it stops it (SIGTERM, then SIGKILL after 30 s). */
+  record Running(Process process, Path log) implements AutoCloseable {
+    @Override
+    public void close() throws InterruptedException {
+      process.destroy();
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
       }
+    }
+  }
+
+  /**
+   * Starts the packaged sidecar with {@code yaml} (written to {@code workDir/<name>.yaml}, its output
+   * to {@code <name>.log}) and returns once its gRPC health service on {@code grpcPort} is SERVING.
+   */
+  static Running start(Path jar, Path workDir, String name, String yaml, int grpcPort) throws Exception {
+    Files.createDirectories(workDir);
+    Path config = workDir.resolve(name + ".yaml");
+    Files.writeString(config, yaml);
+    Path log = workDir.resolve(name + ".log");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    List<String> cmd = new java.util.ArrayList<>(List.of(java));
+    cmd.addAll(JVM_FLAGS);
+    cmd.addAll(List.of("-jar", jar.toString(), "run", "--config", config.toString()));
+    Running r = new Running(new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start(), log);
+    try {
+      awaitServing(r.process(), grpcPort, Duration.ofSeconds(60), log);
+      return r;
+    } catch (Exception | Error e) {
+      r.close();
+      throw e;
     }
   }
 
