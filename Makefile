@@ -6,6 +6,7 @@
 #   make demo        build, stack up, scripts/demo.sh, stack down (always)
 #   make bench       build, stack up, the benchmark (BENCH_ARGS), stack down (always)
 #   make bench-quick the same, shorter (BENCH_QUICK_ARGS; SeedBench --quick)
+#   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make clean       stack down, mvn clean, remove .stack/
@@ -19,7 +20,7 @@ ROOT  := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STACK := $(ROOT)/scripts/stack.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick stack-up stack-down clean
+.PHONY: build test demo bench bench-quick chaos stack-up stack-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -91,6 +92,28 @@ bench: build
 
 bench-quick: build
 	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))
+
+# make chaos: rounds of the order scenario with sidecar processes while faults are injected at
+# random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;
+# CHAOS_SEED=<seed> injects the same faults in the same order again. Report:
+# integration-tests/target/chaos/report.md.
+CHAOS_SECONDS ?= 600
+ifeq ($(origin CHAOS_SEED),undefined)
+CHAOS_SEED := $(shell date +%s)
+endif
+CHAOS_INSTANCES ?= 3
+chaos: build
+	@start=$$(date +%s); rc=0; trap : INT TERM; \
+	cd "$(ROOT)"; \
+	"$(STACK)" up || rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests -Dit.test=ChaosIT -Dtest=none \
+	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
+	    -Dchaos.seconds=$(CHAOS_SECONDS) -Dchaos.seed=$(CHAOS_SEED) -Dchaos.instances=$(CHAOS_INSTANCES) ) || rc=$$?; \
+	fi; \
+	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
+	echo "[make] chaos (seed $(CHAOS_SEED)) finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
+	exit $$rc
 
 stack-up:
 	"$(STACK)" up

@@ -9,6 +9,8 @@
 #   scripts/stack.sh status                  show what runs
 #   scripts/stack.sh env                     print .stack/env
 #   scripts/stack.sh bootstrap               print the broker's host:port
+#   scripts/stack.sh kafka-kill              kill -9 the broker, keeping its data (chaos tests)
+#   scripts/stack.sh kafka-start             start that broker again, same port and data
 #   scripts/stack.sh kafka-cli CLASS ARGS..  run a Kafka CLI class from the broker jars, e.g.
 #       scripts/stack.sh kafka-cli org.apache.kafka.tools.TopicCommand \
 #           --bootstrap-server "$(scripts/stack.sh bootstrap)" --list
@@ -319,6 +321,13 @@ kafka_start_once() {
   fi
 
   log "Kafka: starting broker on 127.0.0.1:$bport (controller 127.0.0.1:$cport)"
+  kafka_launch "$bport"
+}
+
+# Starts the broker process on the config and data as they are, and waits until it answers on
+# broker_port. Returns 0 when ready, 2 when a port was taken meanwhile, dies on any other failure.
+kafka_launch() { # broker_port
+  local bport="$1" pid i
   rm -f "$KAFKA_PID_FILE"
   # setsid: own session, so Ctrl-C in the terminal that ran `up`/`make` doesn't kill it behind
   # `down`'s back. The inner bash writes its own pid, then exec's java with that same pid.
@@ -328,7 +337,7 @@ kafka_start_once() {
     -Dkafka.logs.dir="$KAFKA_LOGS" \
     -Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2-broker.xml" \
     -cp "$KAFKA_LIB/*" kafka.Kafka "$KAFKA_CONF" \
-    </dev/null >"$KAFKA_LOGS/stdout.log" 2>&1 9>&- &
+    </dev/null >>"$KAFKA_LOGS/stdout.log" 2>&1 9>&- &
   echo "$bport" >"$KAFKA_PORT_FILE"
 
   for ((i = 0; i < KAFKA_START_TIMEOUT * 4; i++)); do
@@ -476,6 +485,28 @@ cmd_bootstrap() {
   echo "127.0.0.1:$(kafka_port)"
 }
 
+# Fault injection for the chaos tests: kill -9 the running broker, keeping its data, port and
+# config, so that `kafka-start` brings the same broker back (log recovery, same address).
+cmd_kafka_kill() {
+  local pid
+  pid="$(kafka_pid)"
+  kafka_running || die "no broker of this checkout runs (scripts/stack.sh up)"
+  kill -9 "$pid"
+  while pid_alive "$pid"; do sleep 0.05; done
+  log "Kafka: broker pid $pid killed (kill -9); data kept in $KAFKA_DATA"
+}
+
+cmd_kafka_start() {
+  local port
+  if kafka_healthy; then
+    log "Kafka: broker already runs at 127.0.0.1:$(kafka_port)"
+    return 0
+  fi
+  port="$(kafka_port)"
+  [[ -n $port && -f $KAFKA_CONF && -d $KAFKA_DATA ]] || die "no killed broker to restart (scripts/stack.sh up starts a new one)"
+  kafka_launch "$port" || die "Kafka: port $port was taken while the broker was down"
+}
+
 cmd_kafka_cli() {
   [[ $# -ge 1 ]] || die "usage: stack.sh kafka-cli CLASS [ARGS...]"
   kafka_libs
@@ -485,7 +516,7 @@ cmd_kafka_cli() {
 }
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -495,6 +526,8 @@ case "${1:-}" in
   status)    shift; cmd_status "$@" ;;
   env)       shift; cmd_env "$@" ;;
   bootstrap) shift; cmd_bootstrap "$@" ;;
+  kafka-kill)  shift; cmd_kafka_kill "$@" ;;
+  kafka-start) shift; cmd_kafka_start "$@" ;;
   kafka-cli) shift; cmd_kafka_cli "$@" ;;
   *)         usage ;;
 esac

@@ -57,7 +57,12 @@ public final class ItEnv {
 
   /** Deletes every key under {@code prefix} on the stack's Redis; returns how many there were. */
   public static long deleteRedisKeys(String prefix) {
-    RedisClient client = RedisClient.create(redisUri());
+    return deleteRedisKeys(redisUri(), prefix);
+  }
+
+  /** Deletes every key under {@code prefix} on the Redis at {@code uri}; returns how many there were. */
+  public static long deleteRedisKeys(String uri, String prefix) {
+    RedisClient client = RedisClient.create(uri);
     try (StatefulRedisConnection<String, String> conn = client.connect()) {
       RedisCommands<String, String> cmd = conn.sync();
       long n = 0;

@@ -87,7 +87,10 @@ public final class RecordingBusiness implements AutoCloseable {
     }
   }
 
-  /** One call as received, with what it was answered. */
+  /**
+   * One call as received, with what it was answered; {@code answeredOk} only if the caller still
+   * waited for the answer (an OK after its deadline is a failed attempt to the sidecar).
+   */
   public record Call(Delivery delivery, boolean answeredOk, long receivedAtNanos) {
     public String coordinates() {
       return coordinatesOf(delivery.getRecord());
@@ -214,9 +217,14 @@ public final class RecordingBusiness implements AutoCloseable {
         calls.add(new Call(d, false, received));
         return;
       }
+      Context call = Context.current();
       Runnable answer = () -> {
-        calls.add(new Call(d, r.isOk(), received));
-        if (r.isOk()) {
+        // An OK the caller no longer waits for (its handler-timeout passed, it was cancelled) never
+        // reaches the sidecar: it saw a failed attempt and will retry, flagged. Recorded as what
+        // the sidecar saw, not as a delivery.
+        boolean heard = !call.isCancelled();
+        calls.add(new Call(d, r.isOk() && heard, received));
+        if (r.isOk() && heard) {
           firstOk.putIfAbsent(coordinatesOf(d.getRecord()), d);
         }
         inFlight.decrementAndGet();

@@ -25,6 +25,7 @@ public final class TcpGate implements AutoCloseable {
   private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
   private volatile boolean open = true;
   private volatile boolean closed;
+  private volatile long delayMillis;
 
   public TcpGate(String targetHost, int targetPort) {
     this.targetHost = targetHost;
@@ -52,6 +53,14 @@ public final class TcpGate implements AutoCloseable {
 
   public void restore() {
     open = true;
+  }
+
+  /**
+   * Holds every chunk this long before relaying it, each way (a slow or distant link: a round trip
+   * gains twice the delay); {@link Duration#ZERO} relays at once again.
+   */
+  public void delay(java.time.Duration d) {
+    delayMillis = d.toMillis();
   }
 
   private void acceptLoop() {
@@ -85,11 +94,17 @@ public final class TcpGate implements AutoCloseable {
     byte[] buf = new byte[16 * 1024];
     try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
       for (int n; (n = in.read(buf)) >= 0; ) {
+        long d = delayMillis;
+        if (d > 0) {
+          Thread.sleep(d);
+        }
         out.write(buf, 0, n);
         out.flush();
       }
     } catch (IOException e) {
       // one side went away: end both
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     } finally {
       closeQuietly(from);
       closeQuietly(to);

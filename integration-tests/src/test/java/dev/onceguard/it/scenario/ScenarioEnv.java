@@ -29,6 +29,8 @@ final class ScenarioEnv implements AutoCloseable {
   /** route -> early-arrival-timeout, where it differs from the scenario's defaults. */
   private final Map<String, String> earlyArrivalTimeouts = new LinkedHashMap<>();
   private String earlyArrivalRetry = "200ms";
+  /** The L1 every instance of this run uses. */
+  private String redisUri = ItEnv.redisUri();
 
   ScenarioEnv(String name, int partitions) {
     this.name = name;
@@ -61,6 +63,12 @@ final class ScenarioEnv implements AutoCloseable {
   /** Sets every route's early-arrival-retry (default 200 ms); call before building a configuration. */
   ScenarioEnv earlyArrivalRetry(String retry) {
     earlyArrivalRetry = retry;
+    return this;
+  }
+
+  /** Points every instance's L1 at another Redis (a private one the test restarts, say); call before building a configuration. */
+  ScenarioEnv redisUri(String uri) {
+    redisUri = uri;
     return this;
   }
 
@@ -130,7 +138,7 @@ final class ScenarioEnv implements AutoCloseable {
           timeout: 200ms
           breaker-open-for: 1s
         """.formatted(in.instanceId, in.grpcPort, in.shutdownTimeout, kafka.bootstrap(), ItEnv.mysqlHost(), in.mysqlPort,
-        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, in.poolSize, ItEnv.redisUri(), redisPrefix));
+        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, in.poolSize, redisUri, redisPrefix));
     sb.append(OrderScenario.MACHINE_YAML);
     sb.append("routes:\n");
     for (String r : OrderScenario.ROUTES) {
@@ -166,7 +174,7 @@ final class ScenarioEnv implements AutoCloseable {
 
   /** Deletes every Redis key of this run (the L1 cache "expired"); returns how many there were. */
   long wipeL1() {
-    return ItEnv.deleteRedisKeys(redisPrefix);
+    return ItEnv.deleteRedisKeys(redisUri, redisPrefix);
   }
 
 

@@ -1,0 +1,395 @@
+package dev.onceguard.it.scenario;
+
+import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.it.RecordingBusiness.Reply;
+import dev.onceguard.it.RedisProcess;
+import dev.onceguard.it.client.TcpGate;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Faults injected at random, from a seed, into a running scenario: a thread that, until
+ * {@link #stop()}, waits a moment, picks one or two faults of different kinds, holds them for a
+ * moment, heals them, and measures how long all five groups then take to commit what had been
+ * produced by the heal ("recovery"). Every fault can be healed: {@link #stop()} heals what is
+ * still injected, so the scenario can finish and be checked.
+ *
+ * <p>The faults a single machine allows: kill -9 and SIGTERM of a sidecar process (then a new one
+ * with the same instance id, as a restarted pod), the business answering slowly or not at all
+ * (in the test JVM: a hung handler, which the sidecar sees as a SIGSTOPped process — the TCP
+ * connection stays up and nothing answers), one sidecar's link to MySQL slowed or cut (a relay),
+ * the private Redis killed and restarted empty, and the Kafka broker killed with kill -9 and
+ * restarted on its data ({@code scripts/stack.sh kafka-kill|kafka-start}).
+ */
+final class Chaos implements AutoCloseable {
+  /** What can go wrong. */
+  enum Kind {
+    SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW, BUSINESS_HUNG, MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART, KAFKA_RESTART
+  }
+
+  /** One injected fault: when (seconds into the round), how long it was held, and the recovery after its heal. */
+  record Injection(Kind kind, String detail, double atSeconds, long heldMillis, long recoveryMillis) {}
+
+  /** A fault in place; healing it may take a while (a restart). */
+  @FunctionalInterface
+  private interface Heal {
+    void run() throws Exception;
+  }
+
+  private final Random random;
+  private final Fleet fleet;
+  private final RecordingBusiness business;
+  private final RedisProcess redis;
+  private final ScenarioEnv env;
+  private final Path stackScript;
+  private final List<Kind> kinds;
+  private final Consumer<String> log;
+  private final long startNanos = System.nanoTime();
+  private final List<Injection> injections = Collections.synchronizedList(new ArrayList<>());
+  private final List<Heal> pending = new ArrayList<>();
+  /** Sidecar restarts: healed after everything else, so that a new process finds its services up. */
+  private final List<Heal> restarts = new ArrayList<>();
+  private final Thread thread;
+  private final java.util.Deque<List<Kind>> plan;
+  private final java.util.concurrent.CountDownLatch planDone = new java.util.concurrent.CountDownLatch(1);
+  private volatile boolean stopping;
+  private volatile Throwable failure;
+
+  /**
+   * @param plan faults to inject first, in this order, each entry at once (kinds the machine
+   *     cannot inject are left out); then faults at random
+   */
+  Chaos(long seed, List<List<Kind>> plan, Fleet fleet, RecordingBusiness business, RedisProcess redis, ScenarioEnv env, Path stackScript,
+      Consumer<String> log) {
+    this.random = new Random(seed);
+    this.fleet = fleet;
+    this.business = business;
+    this.redis = redis;
+    this.env = env;
+    this.stackScript = stackScript;
+    this.log = log;
+    List<Kind> k = new ArrayList<>(List.of(Kind.values()));
+    if (stackScript == null) {
+      k.remove(Kind.KAFKA_RESTART);
+      log.accept("chaos: the broker is not this checkout's (no scripts/stack.sh broker): no KAFKA_RESTART");
+    }
+    this.kinds = List.copyOf(k);
+    this.plan = new java.util.ArrayDeque<>();
+    for (List<Kind> step : plan) {
+      List<Kind> possible = step.stream().filter(kinds::contains).toList();
+      if (!possible.isEmpty()) {
+        this.plan.add(possible);
+      }
+    }
+    this.thread = new Thread(this::loop, "chaos");
+    this.thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  /** Stops injecting, heals whatever is still injected and waits for the thread. */
+  void stop() throws InterruptedException {
+    stopping = true;
+    thread.interrupt();
+    thread.join(TimeUnit.MINUTES.toMillis(3));
+    synchronized (pending) {
+      healAll();
+    }
+    if (failure != null) {
+      throw new AssertionError("the chaos thread failed", failure);
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    stop();
+  }
+
+  /** Until the planned faults were injected and healed (or the thread ended); false on timeout. */
+  boolean awaitPlan(Duration timeout) throws InterruptedException {
+    return planDone.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** The kinds this machine can inject. */
+  List<Kind> kinds() {
+    return kinds;
+  }
+
+  List<Injection> injections() {
+    synchronized (injections) {
+      return List.copyOf(injections);
+    }
+  }
+
+  private void loop() {
+    try {
+      while (!stopping) {
+        if (plan.isEmpty()) {
+          planDone.countDown();
+        }
+        sleep(500 + random.nextInt(plan.isEmpty() ? 3_000 : 1_000));
+        List<Kind> now = plan.isEmpty() ? pick() : plan.poll();
+        long t0 = System.nanoTime();
+        List<String> details = new ArrayList<>();
+        synchronized (pending) {
+          for (Kind k : now) {
+            details.add(inject(k));
+            log.accept("chaos: injected " + details.get(details.size() - 1));
+          }
+        }
+        sleep(1_000 + random.nextInt(plan.isEmpty() ? 5_000 : 2_000));
+        long held = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        synchronized (pending) {
+          healAll();
+        }
+        long recovery = recoveryMillis();
+        double at = (t0 - startNanos) / 1e9;
+        for (int i = 0; i < now.size(); i++) {
+          injections.add(new Injection(now.get(i), details.get(i), at, held, recovery));
+        }
+        log.accept(String.format("chaos: %s held %d ms; all groups caught up %d ms after the heal", details, held, recovery));
+      }
+    } catch (InterruptedException e) {
+      // stop() interrupts a sleep or a recovery wait: heal and end
+    } catch (Throwable t) {
+      planDone.countDown();
+      if (stopping && t.getCause() instanceof InterruptedException) {
+        return; // interrupted inside a Kafka admin call
+      }
+      failure = t;
+      log.accept("chaos: failed: " + t);
+    } finally {
+      planDone.countDown();
+    }
+  }
+
+  /** One fault, or two of different kinds at once (a third of the time). */
+  private List<Kind> pick() {
+    Kind first = kinds.get(random.nextInt(kinds.size()));
+    if (random.nextInt(3) != 0) {
+      return List.of(first);
+    }
+    Kind second;
+    do {
+      second = kinds.get(random.nextInt(kinds.size()));
+    } while (second == first || (isSidecarFault(first) && isSidecarFault(second)));
+    return List.of(first, second);
+  }
+
+  private static boolean isSidecarFault(Kind k) {
+    return k == Kind.SIDECAR_KILL9 || k == Kind.SIDECAR_SIGTERM;
+  }
+
+  /** Injects {@code k} now and queues its heal; returns what was done, for the log. */
+  private String inject(Kind k) throws Exception {
+    int i = random.nextInt(fleet.size());
+    switch (k) {
+      case SIDECAR_KILL9 -> {
+        fleet.kill(i);
+        restarts.add(() -> fleet.restart(i));
+        return "kill -9 of sidecar " + i;
+      }
+      case SIDECAR_SIGTERM -> {
+        int exit = fleet.terminate(i);
+        restarts.add(() -> fleet.restart(i));
+        return "SIGTERM of sidecar " + i + " (exit " + exit + ")";
+      }
+      case BUSINESS_SLOW -> {
+        Duration d = Duration.ofMillis(100 + random.nextInt(700));
+        business.behave(x -> Reply.ok().after(d));
+        pending.add(() -> business.behave(x -> Reply.ok()));
+        return "business answers after " + d.toMillis() + " ms";
+      }
+      case BUSINESS_HUNG -> {
+        business.behave(x -> Reply.hang());
+        pending.add(() -> business.behave(x -> Reply.ok()));
+        return "business hung";
+      }
+      case MYSQL_SLOW -> {
+        Duration d = Duration.ofMillis(5 + random.nextInt(45));
+        fleet.gate(i).delay(d);
+        pending.add(() -> fleet.gate(i).delay(Duration.ZERO));
+        return "MySQL link of sidecar " + i + " delayed " + d.toMillis() + " ms each way";
+      }
+      case MYSQL_CUT -> {
+        fleet.gate(i).cut();
+        pending.add(() -> fleet.gate(i).restore());
+        return "MySQL link of sidecar " + i + " cut";
+      }
+      case REDIS_RESTART -> {
+        redis.kill();
+        pending.add(redis::restart);
+        return "Redis killed (restarted empty)";
+      }
+      case KAFKA_RESTART -> {
+        stack("kafka-kill");
+        pending.add(() -> stack("kafka-start"));
+        return "Kafka broker killed (kill -9, restarted on its data)";
+      }
+      default -> throw new IllegalStateException(k.name());
+    }
+  }
+
+  private void healAll() {
+    List<Heal> heals = new ArrayList<>(pending);
+    Collections.reverse(heals);
+    heals.addAll(restarts);
+    pending.clear();
+    restarts.clear();
+    for (Heal h : heals) {
+      try {
+        h.run();
+      } catch (Exception e) {
+        throw new IllegalStateException("healing a fault failed", e);
+      }
+    }
+  }
+
+  /** Until every group committed the end offsets its topic had now (bounded by the driver's wave timeout). */
+  private long recoveryMillis() throws InterruptedException {
+    long t0 = System.nanoTime();
+    Map<String, Map<TopicPartition, Long>> ends = new java.util.HashMap<>();
+    for (String r : OrderScenario.ROUTES) {
+      ends.put(r, env.kafka.endOffsets(env.topic(r)));
+    }
+    long deadline = t0 + ScenarioDriver.WAVE_TIMEOUT.toNanos();
+    while (System.nanoTime() < deadline) {
+      boolean all = true;
+      for (String r : OrderScenario.ROUTES) {
+        Map<TopicPartition, Long> committed = env.kafka.committedOffsets(env.groups.get(r), env.topic(r));
+        for (Map.Entry<TopicPartition, Long> e : ends.get(r).entrySet()) {
+          all &= committed.getOrDefault(e.getKey(), 0L) >= e.getValue();
+        }
+      }
+      if (all) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("the groups did not catch up within " + ScenarioDriver.WAVE_TIMEOUT + " of a heal");
+  }
+
+  private void stack(String command) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder("bash", stackScript.toString(), command).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    if (!p.waitFor(150, TimeUnit.SECONDS) || p.exitValue() != 0) {
+      throw new IllegalStateException("scripts/stack.sh " + command + " failed:\n" + out);
+    }
+  }
+
+  private static void sleep(long millis) throws InterruptedException {
+    Thread.sleep(millis);
+  }
+
+  /** {@code scripts/stack.sh} of this checkout when the broker under test is its own, else null. */
+  static Path stackScriptOwningTheBroker() {
+    for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
+      Path script = d.resolve("scripts/stack.sh");
+      Path port = d.resolve(".stack/state/kafka.port");
+      if (Files.isRegularFile(script)) {
+        try {
+          String bootstrap = System.getenv("ONCEGUARD_KAFKA_BOOTSTRAP");
+          return Files.isRegularFile(port) && bootstrap != null && bootstrap.trim().equals("127.0.0.1:" + Files.readString(port).trim())
+              ? script : null;
+        } catch (IOException e) {
+          return null;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** Counts per kind, for the report. */
+  static Map<Kind, Integer> counts(List<Injection> injections) {
+    Map<Kind, Integer> out = new EnumMap<>(Kind.class);
+    for (Injection i : injections) {
+      out.merge(i.kind(), 1, Integer::sum);
+    }
+    return out;
+  }
+
+  /**
+   * The sidecar processes of a round, each reaching MySQL through its own {@link TcpGate}; a
+   * restarted one gets the same instance id and configuration (a restarted pod).
+   */
+  static final class Fleet implements AutoCloseable {
+    private final ScenarioEnv env;
+    private final String target;
+    private final String name;
+    private final List<TcpGate> gates = new ArrayList<>();
+    private final List<SidecarProcess> processes = new ArrayList<>();
+    private final List<Integer> starts = new ArrayList<>();
+
+    Fleet(ScenarioEnv env, RecordingBusiness business, String name, int size) throws InterruptedException {
+      this.env = env;
+      this.target = business.target();
+      this.name = name;
+      try {
+        for (int i = 0; i < size; i++) {
+          gates.add(new TcpGate(dev.onceguard.it.ItEnv.mysqlHost(), dev.onceguard.it.ItEnv.mysqlPort()));
+          processes.add(null);
+          starts.add(0);
+          restart(i);
+        }
+      } catch (RuntimeException | InterruptedException | Error e) {
+        close();
+        throw e;
+      }
+    }
+
+    int size() {
+      return gates.size();
+    }
+
+    TcpGate gate(int i) {
+      return gates.get(i);
+    }
+
+    synchronized void kill(int i) throws InterruptedException {
+      processes.get(i).kill();
+    }
+
+    /** SIGTERM and the exit code once it drained (the shutdown timeout is 10 s). */
+    synchronized int terminate(int i) throws InterruptedException {
+      return processes.get(i).stop(Duration.ofSeconds(60));
+    }
+
+    /** A new process for slot {@code i} (the old one, if still alive, is killed first); returns once SERVING. */
+    synchronized void restart(int i) throws InterruptedException {
+      SidecarProcess old = processes.get(i);
+      if (old != null) {
+        old.close();
+      }
+      int n = starts.get(i) + 1;
+      starts.set(i, n);
+      int port = RecordingBusiness.freePort();
+      String yaml = env.yaml(ScenarioEnv.Instance.of(name + "-" + i, target).grpcPort(port).mysqlPort(gates.get(i).port()).lease("10s"));
+      SidecarProcess p = SidecarProcess.start(name + "-" + i + "-" + n, yaml, port);
+      processes.set(i, p);
+      p.awaitServing(Duration.ofSeconds(90));
+    }
+
+    @Override
+    public synchronized void close() {
+      for (SidecarProcess p : processes) {
+        if (p != null) {
+          p.close();
+        }
+      }
+      gates.forEach(TcpGate::close);
+    }
+  }
+}

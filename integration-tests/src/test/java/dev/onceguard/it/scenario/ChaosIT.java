@@ -1,0 +1,122 @@
+package dev.onceguard.it.scenario;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.it.RedisProcess;
+import dev.onceguard.it.scenario.Chaos.Injection;
+import dev.onceguard.it.scenario.Chaos.Kind;
+import dev.onceguard.it.scenario.OrderScenario.Settings;
+import dev.onceguard.it.scenario.ScenarioChecker.Result;
+import dev.onceguard.it.scenario.ScenarioChecker.Strictness;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The five-route order scenario with several sidecar processes while {@link Chaos} injects faults
+ * at random from a printed seed; after each round the history (what was produced, every business
+ * call, escalations, verdicts, the guard's tables, committed offsets) is judged by
+ * {@link ScenarioChecker} with the crash strictness: no fact applied twice except flagged
+ * redeliveries of unconfirmed claims, nothing lost, per-entity order, every partition committed
+ * to its end, every escalation accounted for.
+ *
+ * <p>In {@code make test} one short round with a fixed seed. {@code make chaos} runs rounds until
+ * {@code -Dchaos.seconds} (CHAOS_SECONDS, default 600) are used, from {@code -Dchaos.seed}
+ * (CHAOS_SEED, random by default), and writes {@code target/chaos/report.md}. The same seed
+ * injects the same faults in the same order; their timing follows the run.
+ */
+class ChaosIT {
+  static final long SECONDS = Long.getLong("chaos.seconds", 0);
+  static final long SEED = Long.getLong("chaos.seed", 20261201L);
+  static final int INSTANCES = Integer.getInteger("chaos.instances", 2);
+  static final int LINES = Integer.getInteger("chaos.lines", 500);
+  /**
+   * Injected first in every round, so that even the short run meets each kind of fault once: a
+   * broker killed, a sidecar killed while another's MySQL link is cut, Redis lost while the
+   * business hangs, a sidecar stopped while another's MySQL link is slow, a slow business.
+   */
+  static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT),
+      List.of(Kind.REDIS_RESTART, Kind.BUSINESS_HUNG), List.of(Kind.SIDECAR_SIGTERM, Kind.MYSQL_SLOW), List.of(Kind.BUSINESS_SLOW));
+  static final int PARTITIONS = 4;
+
+  /** One finished round. */
+  record Round(int number, long seed, Result result, List<Injection> injections, double seconds) {}
+
+  @Test
+  void randomFaultsFromASeed_historyCheckedAfterEachRound() throws Exception {
+    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round (re-run: make chaos CHAOS_SEED=%d)%n", SEED,
+        SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, SEED);
+    Random seeds = new Random(SEED);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
+    List<Round> rounds = new ArrayList<>();
+    do {
+      rounds.add(round(rounds.size() + 1, seeds.nextLong()));
+    } while (System.nanoTime() < deadline);
+    String report = report(rounds);
+    System.out.println(report);
+    Path out = Path.of("target", "chaos", "report.md");
+    Files.createDirectories(out.getParent());
+    Files.writeString(out, report);
+
+    List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
+    assertThat(all).as("faults injected").isNotEmpty();
+  }
+
+  private static Round round(int number, long seed) throws Exception {
+    OrderScenario scenario = OrderScenario.generate(Settings.of(LINES, PARTITIONS, seed));
+    long t0 = System.nanoTime();
+    try (RedisProcess redis = RedisProcess.start();
+        ScenarioEnv env = new ScenarioEnv("ChaosIT-" + number, PARTITIONS).redisUri(redis.uri());
+        RecordingBusiness business = RecordingBusiness.start();
+        Chaos.Fleet fleet = new Chaos.Fleet(env, business, "chaos-r" + number, INSTANCES)) {
+      ScenarioDriver driver = new ScenarioDriver(scenario, env, business);
+      System.out.printf("ChaosIT round %d: seed %d%n", number, seed);
+      Chaos chaos = new Chaos(seed, PLAN, fleet, business, redis, env, Chaos.stackScriptOwningTheBroker(), driver::log);
+      chaos.start();
+      try {
+        driver.run();
+        // the planned faults all happen, even if the waves were quicker (then on idle groups)
+        assertThat(chaos.awaitPlan(java.time.Duration.ofMinutes(5))).as("the planned faults were injected within 5 minutes").isTrue();
+      } finally {
+        chaos.stop();
+      }
+      driver.awaitAllCommitted();
+      Result r = new ScenarioChecker(scenario, env, business, driver, Strictness.CRASH).check();
+      Set<Kind> planned = PLAN.stream().flatMap(List::stream).filter(chaos.kinds()::contains).collect(java.util.stream.Collectors.toSet());
+      assertThat(chaos.injections().stream().map(Injection::kind).collect(java.util.stream.Collectors.toSet()))
+          .as("every planned fault was injected").containsAll(planned);
+      driver.log("round %d passed the checker: %d faults, %d redeliveries (flagged)", number, chaos.injections().size(), r.redeliveries());
+      return new Round(number, seed, r, chaos.injections(), (System.nanoTime() - t0) / 1e9);
+    }
+  }
+
+  /** Markdown: per fault kind how often and the recovery after its heal, per round what the checker found. */
+  static String report(List<Round> rounds) {
+    StringBuilder sb = new StringBuilder();
+    List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
+    sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round.%n%n", SEED,
+        rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES));
+    sb.append("| fault | injected | held ms (median) | caught up after heal, ms (median / max) |\n|---|---:|---:|---:|\n");
+    Map<Kind, Integer> counts = Chaos.counts(all);
+    for (Map.Entry<Kind, Integer> e : counts.entrySet()) {
+      long[] held = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::heldMillis).sorted().toArray();
+      long[] rec = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::recoveryMillis).sorted().toArray();
+      sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d / %d |%n", e.getKey(), e.getValue(), held[held.length / 2],
+          rec[rec.length / 2], rec[rec.length - 1]));
+    }
+    sb.append("\n| round | seed | faults | records | deliveries | flagged redeliveries | escalated | checker |\n|---:|---:|---:|---:|---:|---:|---|---|\n");
+    for (Round r : rounds) {
+      sb.append(String.format(Locale.ROOT, "| %d | %d | %d | %d | %d | %d | %s | passed |%n", r.number(), r.seed(), r.injections().size(),
+          r.result().produced(), r.result().delivered(), r.result().redeliveries(), r.result().escalated()));
+    }
+    return sb.toString();
+  }
+}
