@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Local test stack for OnceGuard: MariaDB + Redis (shared, usually already running on the
 # machine), a private single-node KRaft Kafka broker per checkout (free ports, data under
-# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run
-# (installed from Debian's package if missing).
+# .stack/ of this checkout), the promtool/prometheus binaries the alert tests run and the Python
+# and Go toolchains of the example business containers (installed from Debian's packages if
+# missing).
 #
 #   scripts/stack.sh up                      start what is missing, write .stack/env
 #   scripts/stack.sh down                    stop the broker + whatever `up` started itself
@@ -430,6 +431,24 @@ prometheus_tools() {
   apt_install prometheus
 }
 
+# The toolchains of the example business containers in other languages, which PythonBusinessIT and
+# GoBusinessIT build and run (examples/python-business, examples/go-business): Debian's packages
+# only, installed when missing, in one apt-get call. Go builds offline in GOPATH mode from
+# /usr/share/gocode; its github.com/golang/protobuf must be 1.5 (the 1.3 package is replaced).
+business_toolchains() {
+  local need=() py=/usr/bin/python3
+  [[ -x $py ]] && "$py" -c 'import grpc, google.protobuf' 2>/dev/null || need+=(python3-grpcio python3-protobuf)
+  command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+  command -v grpc_python_plugin >/dev/null 2>&1 || need+=(protobuf-compiler-grpc)
+  command -v go >/dev/null 2>&1 || need+=(golang-go)
+  command -v protoc-gen-go >/dev/null 2>&1 || need+=(protoc-gen-go)
+  command -v protoc-gen-go-grpc >/dev/null 2>&1 || need+=(protoc-gen-go-grpc)
+  [[ -d /usr/share/gocode/src/google.golang.org/grpc ]] || need+=(golang-google-grpc-dev)
+  [[ -d /usr/share/gocode/src/google.golang.org/protobuf ]] || need+=(golang-google-protobuf-dev)
+  [[ -f /usr/share/gocode/src/github.com/golang/protobuf/proto/registry.go ]] || need+=(golang-github-golang-protobuf-1-5-dev)
+  [[ ${#need[@]} -eq 0 ]] || apt_install "${need[@]}"
+}
+
 # ----------------------------------------------------------------------------- commands
 
 cmd_up() {
@@ -438,6 +457,7 @@ cmd_up() {
   mariadb_up
   redis_up
   prometheus_tools
+  business_toolchains
   kafka_up
   write_env
   log "up in $((SECONDS - t0))s; environment in $ENV_FILE:"

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
  * about a key or entity.
  *
  * <pre>{@code
- * try (GuardClient guard = GuardClient.forTarget("localhost:50051")) {
+ * try (GuardClient guard = GuardClient.forTarget("127.0.0.1:7700")) {
  *   Submission submission = Submission.builder("orders-shipping").value(json).build();
  *   SubmitResult result = guard.submit(submission);
  *   if (result.isAccepted()) {
@@ -88,7 +88,7 @@ public final class GuardClient implements AutoCloseable {
    * Creates a client with its own plaintext channel to the sidecar (which runs in the same
    * pod); {@link #close()} releases it.
    *
-   * @param target gRPC target, e.g. {@code localhost:50051}
+   * @param target gRPC target, e.g. {@code 127.0.0.1:7700}
    * @return a client that owns its channel
    */
   public static GuardClient forTarget(String target) {
@@ -99,7 +99,7 @@ public final class GuardClient implements AutoCloseable {
    * Creates a client with its own plaintext channel to the sidecar; {@link #close()} releases
    * it.
    *
-   * @param target gRPC target, e.g. {@code localhost:50051}
+   * @param target gRPC target, e.g. {@code 127.0.0.1:7700}
    * @param callTimeout deadline of each call
    * @return a client that owns its channel
    */

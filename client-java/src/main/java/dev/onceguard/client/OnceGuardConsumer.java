@@ -40,7 +40,7 @@ import org.apache.kafka.common.serialization.Deserializer;
  *
  * <pre>{@code
  * Properties props = new Properties();
- * props.put("onceguard.target", "localhost:50051");   // the sidecar
+ * props.put("onceguard.target", "127.0.0.1:7700");    // the sidecar
  * props.put("onceguard.route", "orders-shipping");    // its pull-mode route
  * props.put("enable.auto.commit", "false");
  * Consumer<String, String> consumer =

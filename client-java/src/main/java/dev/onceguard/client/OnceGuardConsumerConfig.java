@@ -25,7 +25,7 @@ public final class OnceGuardConsumerConfig {
   /** {@code onceguard.target}: the sidecar's gRPC address. */
   public static final String TARGET_CONFIG = "onceguard.target";
   static final String TARGET_DOC =
-      "gRPC target of the sidecar, e.g. localhost:50051 or dns:///onceguard:50051. The consumer"
+      "gRPC target of the sidecar, e.g. 127.0.0.1:7700 or dns:///onceguard:7700. The consumer"
           + " creates and owns a plaintext channel to it (the sidecar runs in the same pod)."
           + " Required unless a Channel is passed to the constructor.";
 

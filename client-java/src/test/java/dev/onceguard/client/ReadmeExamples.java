@@ -27,7 +27,7 @@ class ReadmeExamples {
     props.put("bootstrap.servers", "kafka:9092");        // ignored by OnceGuardConsumer
     props.put("group.id", "shipping");                    // ignored: the sidecar's route owns the group
     props.put("enable.auto.commit", "false");
-    props.put("onceguard.target", "localhost:50051");     // the sidecar, in the same pod
+    props.put("onceguard.target", "127.0.0.1:7700");      // the sidecar, in the same pod
     props.put("onceguard.route", "orders-shipping");      // a route in pull mode
 
     // was: Consumer<String, String> consumer = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
@@ -82,7 +82,7 @@ class ReadmeExamples {
 
   void guard(byte[] orderJson) {
     // tag::guard[]
-    try (GuardClient guard = GuardClient.forTarget("localhost:50051")) {
+    try (GuardClient guard = GuardClient.forTarget("127.0.0.1:7700")) {
       Submission submission = Submission.builder("orders-shipping").value(orderJson).build();
       SubmitResult result = guard.submit(submission); // retry with the same Submission object
       switch (result.verdict().disposition()) {

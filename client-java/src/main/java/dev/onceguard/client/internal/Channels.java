@@ -14,7 +14,7 @@ public final class Channels {
    * Opens a plaintext channel to a sidecar. Plaintext because the sidecar runs in the same pod;
    * callers who need TLS or other options build their own channel and pass it in.
    *
-   * @param target gRPC target, e.g. {@code localhost:50051}
+   * @param target gRPC target, e.g. {@code 127.0.0.1:7700}
    * @return a channel the caller owns and must {@link #shutdown shut down}
    */
   public static ManagedChannel open(String target) {
