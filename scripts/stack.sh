@@ -89,11 +89,12 @@ apt_install() {
   [[ $(id -u) -eq 0 ]] || die "$* missing and not root: install it (apt-get install -y $*)"
   if [[ $APT_UPDATED -eq 0 ]]; then
     log "apt-get update"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
     APT_UPDATED=1
   fi
   log "apt-get install -y $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+  # another apt run (a second checkout's `up`) may hold dpkg's lock: wait for it
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$@" >&2
 }
 
 # Take an exclusive lock for up/down so two concurrent calls in one checkout don't race.
