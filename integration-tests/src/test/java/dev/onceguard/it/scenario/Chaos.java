@@ -38,8 +38,11 @@ final class Chaos implements AutoCloseable {
     SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW, BUSINESS_HUNG, MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART, KAFKA_RESTART
   }
 
-  /** One injected fault: when (seconds into the round), how long it was held, and the recovery after its heal. */
-  record Injection(Kind kind, String detail, double atSeconds, long heldMillis, long recoveryMillis) {}
+  /**
+   * One injected fault: when (seconds into the round), how long it was held, how long all groups
+   * then took to catch up after its heal (a restart included in the heal), and from the injection.
+   */
+  record Injection(Kind kind, String detail, double atSeconds, long heldMillis, long recoveryMillis, long sinceInjectionMillis) {}
 
   /** A fault in place; healing it may take a while (a restart). */
   @FunctionalInterface
@@ -156,11 +159,13 @@ final class Chaos implements AutoCloseable {
           healAll();
         }
         long recovery = recoveryMillis();
+        long total = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         double at = (t0 - startNanos) / 1e9;
         for (int i = 0; i < now.size(); i++) {
-          injections.add(new Injection(now.get(i), details.get(i), at, held, recovery));
+          injections.add(new Injection(now.get(i), details.get(i), at, held, recovery, total));
         }
-        log.accept(String.format("chaos: %s held %d ms; all groups caught up %d ms after the heal", details, held, recovery));
+        log.accept(String.format("chaos: %s held %d ms; all groups caught up %d ms after the heal, %d ms after the injection", details,
+            held, recovery, total));
       }
     } catch (InterruptedException e) {
       // stop() interrupts a sleep or a recovery wait: heal and end

@@ -104,13 +104,15 @@ class ChaosIT {
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
     sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round.%n%n", SEED,
         rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES));
-    sb.append("| fault | injected | held ms (median) | caught up after heal, ms (median / max) |\n|---|---:|---:|---:|\n");
+    sb.append("| fault | injected | held ms (median) | caught up after the heal, ms (median / max) | after the injection, ms (median / max) |\n"
+        + "|---|---:|---:|---:|---:|\n");
     Map<Kind, Integer> counts = Chaos.counts(all);
     for (Map.Entry<Kind, Integer> e : counts.entrySet()) {
       long[] held = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::heldMillis).sorted().toArray();
       long[] rec = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::recoveryMillis).sorted().toArray();
-      sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d / %d |%n", e.getKey(), e.getValue(), held[held.length / 2],
-          rec[rec.length / 2], rec[rec.length - 1]));
+      long[] total = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::sinceInjectionMillis).sorted().toArray();
+      sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d / %d | %d / %d |%n", e.getKey(), e.getValue(), held[held.length / 2],
+          rec[rec.length / 2], rec[rec.length - 1], total[total.length / 2], total[total.length - 1]));
     }
     sb.append("\n| round | seed | faults | records | deliveries | flagged redeliveries | escalated | checker |\n|---:|---:|---:|---:|---:|---:|---|---|\n");
     for (Round r : rounds) {
