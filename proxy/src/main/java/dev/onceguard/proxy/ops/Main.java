@@ -399,6 +399,9 @@ public final class Main implements Runnable {
         .append(" extra properties\n");
     sb.append("mysql: ").append(c.mysql()).append('\n');
     sb.append("redis: ").append(c.redis().enabled() ? withoutUserInfo(c.redis().uri()) : "disabled (no L1 cache)").append('\n');
+    sb.append("logs: ").append(c.logFormat()).append(", tracing: ").append(c.tracing().enabled()
+        ? "OTLP http/protobuf to " + withoutUserInfo(c.tracing().otlpEndpoint()) + ", sample ratio " + c.tracing().sampleRatio()
+        : "off").append('\n');
     for (MachineConfig m : c.machines().values()) {
       sb.append("machine ").append(m.name()).append(": ").append(m.states().size()).append(" states, ")
           .append(m.events().size()).append(" events").append(m.cycles().isEmpty() ? "" : ", " + String.join("; ", m.cycles()))
