@@ -45,6 +45,10 @@ import org.slf4j.LoggerFactory;
  *       a record that crashes the business every time must not stall its partition forever</td></tr>
  * </table>
  *
+ * <p>Tracing: a call made with a trace context ({@link #dispatch(Delivery, Duration, Context)})
+ * carries its W3C {@code traceparent} as gRPC metadata; without one (tracing off) no trace metadata
+ * is sent and no per-call object is added.
+ *
  * <p>An unknown failure is a RETRY, not a REJECT: a rejection escalates the record and aborts its
  * claim, which must only follow an explicit "no" from the business, never a crash or a bug.
  *
