@@ -7,6 +7,7 @@ import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.pipeline.ProcessorFactory;
 import dev.onceguard.proxy.pipeline.RecordProcessor;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Disposition;
 import java.io.IOException;
 import java.util.List;
@@ -27,9 +28,9 @@ final class InProcessSidecar implements AutoCloseable {
   private final AtomicLong accepted = new AtomicLong();
   private boolean closed;
 
-  private InProcessSidecar(SidecarConfig cfg) throws IOException {
+  private InProcessSidecar(SidecarConfig cfg, Tracing tracing) throws IOException {
     this.instanceId = cfg.instanceId();
-    this.runtime = new GuardRuntime(cfg, Clock.SYSTEM);
+    this.runtime = new GuardRuntime(cfg, Clock.SYSTEM, tracing);
     try {
       ProcessorFactory guarded = runtime.processors((r, v, forwarded) -> {
         if (v.getDisposition() == Disposition.ACCEPTED && forwarded) {
@@ -52,7 +53,12 @@ final class InProcessSidecar implements AutoCloseable {
   }
 
   static InProcessSidecar start(SidecarConfig cfg) throws IOException {
-    return new InProcessSidecar(cfg);
+    return new InProcessSidecar(cfg, Tracing.off());
+  }
+
+  /** With {@code tracing} (the caller's, closed by it after this instance). */
+  static InProcessSidecar start(SidecarConfig cfg, Tracing tracing) throws IOException {
+    return new InProcessSidecar(cfg, tracing);
   }
 
   /** Records this instance forwarded and confirmed. */

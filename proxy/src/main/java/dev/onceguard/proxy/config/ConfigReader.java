@@ -68,6 +68,11 @@ public final class ConfigReader {
   public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
   public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(10);
   public static final int DEFAULT_MAX_ATTEMPTS = 20;
+  /** Environment variable giving {@code sidecar.log-format}'s default; it also applies before the file is read. */
+  public static final String LOG_FORMAT_ENV = "ONCEGUARD_LOG_FORMAT";
+  /** The OpenTelemetry standard variable, {@code tracing.otlp-endpoint}'s default. */
+  public static final String OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT";
+  public static final List<String> LOG_FORMATS = List.of("text", "json");
 
   private static final Pattern IDENT = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,31}");
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
@@ -158,6 +163,7 @@ public final class ConfigReader {
     }
     Duration shutdown = sidecar.duration("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT);
     Duration commitInterval = sidecar.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
+    String logFormat = readLogFormat(sidecar);
     sidecar.done();
 
     Node k = root.object("kafka");
@@ -253,10 +259,72 @@ public final class ConfigReader {
       checkSameEntityModel(rn, rc, entityModel);
       routes.add(rc);
     }
+    TracingConfig tracing = readTracing(root.optObject("tracing"));
     root.done();
     return new SidecarConfig(
         instanceId, listen, metrics, admin, shutdown, commitInterval, new KafkaConfig(bootstrap, props, createTopics), mysql, redis,
-        Collections.unmodifiableMap(machines), List.copyOf(routes));
+        Collections.unmodifiableMap(machines), List.copyOf(routes), logFormat, tracing);
+  }
+
+  /** {@code sidecar.log-format}, by default {@value #LOG_FORMAT_ENV} or {@code text}. */
+  private String readLogFormat(Node sidecar) {
+    String fromEnv = env.get(LOG_FORMAT_ENV);
+    boolean inFile = sidecar.has("log-format");
+    String f = sidecar.string("log-format", fromEnv == null || fromEnv.isBlank() ? "text" : fromEnv.trim());
+    if (!LOG_FORMATS.contains(f)) {
+      String where = inFile ? "" : " (from " + LOG_FORMAT_ENV + ")";
+      String near = closest(f, LOG_FORMATS);
+      sidecar.fail("log-format", "'" + f + "'" + where + " is not one of " + String.join(", ", LOG_FORMATS)
+          + (near == null ? "" : " (did you mean '" + near + "'?)"));
+      return "text";
+    }
+    return f;
+  }
+
+  /** The {@code tracing} section; off without an endpoint (setting or {@value #OTLP_ENDPOINT_ENV}). */
+  private TracingConfig readTracing(Node t) {
+    String fromEnv = env.get(OTLP_ENDPOINT_ENV);
+    boolean inFile = t.has("otlp-endpoint");
+    String endpoint = t.string("otlp-endpoint", fromEnv == null || fromEnv.isBlank() ? null : fromEnv.trim());
+    if (endpoint != null) {
+      String problem = otlpEndpointProblem(endpoint);
+      if (problem != null) {
+        t.fail("otlp-endpoint", "'" + endpoint + "'" + (inFile ? "" : " (from " + OTLP_ENDPOINT_ENV + ")") + " " + problem
+            + ", e.g. http://otel-collector:4318");
+        endpoint = null;
+      }
+    }
+    double ratio = 1.0;
+    String r = t.string("sample-ratio", null);
+    if (r != null) {
+      try {
+        ratio = Double.parseDouble(r.trim());
+        if (!(ratio >= 0 && ratio <= 1)) {
+          t.fail("sample-ratio", r + " is out of range [0, 1]");
+          ratio = 1.0;
+        }
+      } catch (NumberFormatException e) {
+        t.fail("sample-ratio", "'" + r + "' is not a number from 0 to 1, e.g. 0.1");
+      }
+    }
+    t.done();
+    return new TracingConfig(endpoint, ratio);
+  }
+
+  /** Why {@code endpoint} is not an http(s) base URL with a host; {@code null} when it is. */
+  private static String otlpEndpointProblem(String endpoint) {
+    try {
+      java.net.URI u = new java.net.URI(endpoint);
+      if (!"http".equals(u.getScheme()) && !"https".equals(u.getScheme())) {
+        return "is not an http:// or https:// URL (OTLP over HTTP, http/protobuf)";
+      }
+      if (u.getHost() == null || u.getHost().isEmpty()) {
+        return "has no host";
+      }
+      return null;
+    } catch (java.net.URISyntaxException e) {
+      return "is not a URL (" + e.getReason() + ")";
+    }
   }
 
   /**

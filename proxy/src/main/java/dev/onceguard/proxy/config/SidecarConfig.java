@@ -11,6 +11,8 @@ import java.util.Map;
  * @param metricsListen {@code host:port} of the Prometheus endpoint, or {@code null} for none
  * @param adminListen {@code host:port} of the admin HTTP endpoint ({@code /healthz}, {@code /readyz},
  *     {@code /metrics}), or {@code null} for none
+ * @param logFormat {@code text} (one line per event) or {@code json} (one JSON object per line)
+ * @param tracing the {@code tracing} section; {@link TracingConfig#OFF} when absent
  */
 public record SidecarConfig(
     String instanceId,
@@ -23,7 +25,9 @@ public record SidecarConfig(
     MysqlConfig mysql,
     RedisConfig redis,
     Map<String, MachineConfig> machines,
-    List<RouteConfig> routes) {
+    List<RouteConfig> routes,
+    String logFormat,
+    TracingConfig tracing) {
 
   /**
    * @param properties extra Kafka client properties, applied to consumers and producers (after

@@ -19,6 +19,15 @@ import java.util.concurrent.CompletionStage;
 public interface Dispatcher extends AutoCloseable {
   CompletionStage<DispatchResult> dispatch(Delivery delivery, Duration timeout);
 
+  /**
+   * As {@link #dispatch(Delivery, Duration)}, within the trace {@code trace} (the record's
+   * {@code onceguard.handle} span): a dispatcher that can carry it to the business does
+   * ({@link GrpcDispatcher} sends it as the call's {@code traceparent} metadata); the others ignore it.
+   */
+  default CompletionStage<DispatchResult> dispatch(Delivery delivery, Duration timeout, io.opentelemetry.context.Context trace) {
+    return dispatch(delivery, timeout);
+  }
+
   @Override
   void close();
 }

@@ -9,7 +9,13 @@ import io.grpc.ConnectivityState;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.stub.MetadataUtils;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.propagation.TextMapSetter;
 import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -39,6 +45,10 @@ import org.slf4j.LoggerFactory;
  *       a record that crashes the business every time must not stall its partition forever</td></tr>
  * </table>
  *
+ * <p>Tracing: a call made with a trace context ({@link #dispatch(Delivery, Duration, Context)})
+ * carries its W3C {@code traceparent} as gRPC metadata; without one (tracing off) no trace metadata
+ * is sent and no per-call object is added.
+ *
  * <p>An unknown failure is a RETRY, not a REJECT: a rejection escalates the record and aborts its
  * claim, which must only follow an explicit "no" from the business, never a crash or a bug.
  *
@@ -52,6 +62,8 @@ import org.slf4j.LoggerFactory;
 public final class GrpcDispatcher implements Dispatcher {
   private static final Logger log = LoggerFactory.getLogger(GrpcDispatcher.class);
   private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
+  private static final TextMapSetter<Metadata> METADATA =
+      (md, key, value) -> md.put(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER), value);
 
   private final String target;
   private final ManagedChannel channel;
@@ -84,6 +96,16 @@ public final class GrpcDispatcher implements Dispatcher {
 
   @Override
   public CompletionStage<DispatchResult> dispatch(Delivery delivery, Duration timeout) {
+    return dispatch(delivery, timeout, Context.root());
+  }
+
+  /**
+   * Sends {@code trace}'s span as the call's W3C {@code traceparent} (and {@code tracestate})
+   * metadata, so that the business's own spans continue the record's trace; with no span in it
+   * (tracing off) the call carries no trace metadata.
+   */
+  @Override
+  public CompletionStage<DispatchResult> dispatch(Delivery delivery, Duration timeout, Context trace) {
     // A channel that failed to connect waits out gRPC's own reconnect backoff (up to 2 minutes)
     // and fails calls fast meanwhile. Our callers already pace retries with their own backoff, so
     // let each retry try to reconnect: a business that came back is used at the next attempt.
@@ -92,7 +114,13 @@ public final class GrpcDispatcher implements Dispatcher {
     }
     ListenableFuture<HandleResult> call;
     try {
-      call = stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS).handle(delivery);
+      MessageHandlerFutureStub s = stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      if (Span.fromContext(trace).getSpanContext().isValid()) {
+        Metadata md = new Metadata();
+        W3CTraceContextPropagator.getInstance().inject(trace, md, METADATA);
+        s = s.withInterceptors(MetadataUtils.newAttachHeadersInterceptor(md));
+      }
+      call = s.handle(delivery);
     } catch (RuntimeException e) {
       // e.g. the channel was shut down: the contract is a result, never an exception
       return CompletableFuture.completedFuture(fromStatus(Status.fromThrowable(e)));

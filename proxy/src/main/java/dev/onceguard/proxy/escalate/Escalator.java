@@ -37,6 +37,9 @@ public final class Escalator implements EscalationSink, AutoCloseable {
 
   private record FailureKey(String route, Kind kind) {}
 
+  /** The W3C trace context header. */
+  private static final String TRACEPARENT = "traceparent";
+
   private final KafkaProducer<byte[], byte[]> producer;
   private final Map<FailureKey, LongAdder> failures = new ConcurrentHashMap<>();
   /**
@@ -83,8 +86,23 @@ public final class Escalator implements EscalationSink, AutoCloseable {
    */
   @Override
   public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis) {
+    return escalate(topic, source, v, nowMillis, null);
+  }
+
+  @Override
+  public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis,
+      String traceparent) {
     List<Header> hs = new ArrayList<>();
-    source.headers().forEach(hs::add);
+    for (Header h : source.headers()) {
+      // the source's traceparent is replaced by the escalation's, a child of it in the same trace
+      // (a tracestate stays: the SDK hands it on to child spans unchanged)
+      if (traceparent == null || !h.key().equals(TRACEPARENT)) {
+        hs.add(h);
+      }
+    }
+    if (traceparent != null) {
+      add(hs, TRACEPARENT, traceparent);
+    }
     add(hs, Headers.DISPOSITION, v.getDisposition().name());
     add(hs, Headers.REASON, v.getReason().name());
     add(hs, Headers.LAYER, v.getLayer().name());

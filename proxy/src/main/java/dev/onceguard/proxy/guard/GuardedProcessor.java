@@ -18,11 +18,15 @@ import dev.onceguard.proxy.pipeline.OrderSlot;
 import dev.onceguard.proxy.pipeline.RecordProcessor;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.Scheduler;
+import dev.onceguard.proxy.trace.RecordLog;
+import dev.onceguard.proxy.trace.RecordSpan;
+import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
+import io.opentelemetry.api.trace.Span;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -35,6 +39,7 @@ import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.spi.LoggingEventBuilder;
 
 /**
  * The claim/confirm protocol for one consumed record, in one place (DESIGN.md, "Processing one
@@ -64,6 +69,11 @@ import org.slf4j.LoggerFactory;
  * unfinished, so its partition fills its in-flight bound and pauses, and no offset passes it.
  * Escalations complete only once Kafka acknowledged the write.
  *
+ * <p>Tracing ({@link Tracing}): each record gets an {@code onceguard.consume} span (continuing its
+ * {@code traceparent}), with one child per claim, business call ({@code onceguard.handle}, whose
+ * context goes to the business), confirm, abort and escalation (whose context the escalated record
+ * carries). Log lines about a record carry its fields ({@link RecordLog}).
+ *
  * <p>Threading: {@link #process} never blocks; steps continue on the stores', the dispatcher's
  * and the scheduler's threads. Thread-safe; one instance per route.
  */
@@ -80,15 +90,22 @@ public final class GuardedProcessor implements RecordProcessor {
   private final Backoff backoff;
   private final DeliveryIds ids;
   private final VerdictListener listener;
+  private final Tracing tracing;
   private final AtomicLong storeFailures = new AtomicLong();
   /** The route's machine; null without one. */
   private final StateMachine machine;
   /** Parked early arrivals by topic, partition and entity, in offset order. */
   private final ConcurrentHashMap<String, ConcurrentSkipListMap<Long, Run>> parked = new ConcurrentHashMap<>();
 
-  /** Uses and does not own any of its collaborators. */
+  /** Without tracing. Uses and does not own any of its collaborators. */
   public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, EscalationSink escalator,
       Scheduler scheduler, Backoff backoff, DeliveryIds ids, VerdictListener listener) {
+    this(route, machine, guard, dispatcher, escalator, scheduler, backoff, ids, listener, Tracing.off());
+  }
+
+  /** Uses and does not own any of its collaborators. */
+  public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, EscalationSink escalator,
+      Scheduler scheduler, Backoff backoff, DeliveryIds ids, VerdictListener listener, Tracing tracing) {
     this.route = route;
     this.extractor = new Extractor(route, machine);
     this.guard = guard;
@@ -99,6 +116,7 @@ public final class GuardedProcessor implements RecordProcessor {
     this.backoff = backoff;
     this.ids = ids;
     this.listener = listener;
+    this.tracing = tracing;
     this.machine = route.hasMachine() ? guard.machine(route.machine()) : null;
   }
 
@@ -165,6 +183,8 @@ public final class GuardedProcessor implements RecordProcessor {
     final OrderSlot slot;
     final Source source;
     final CompletableFuture<Void> done = new CompletableFuture<>();
+    /** The record's consume span; ended when the record completes. */
+    final RecordSpan trace;
     ExtractedEvent event;
     long waitingSince = -1;
     int storeRetries;
@@ -182,7 +202,16 @@ public final class GuardedProcessor implements RecordProcessor {
       this.cancel = cancel;
       this.slot = slot;
       this.source = new Source(record.topic(), record.partition(), record.offset());
-      done.whenComplete((v, e) -> unregister());
+      this.trace = tracing.consume(route.name(), record);
+      done.whenComplete((v, e) -> {
+        unregister();
+        trace.end(e);
+      });
+    }
+
+    /** {@code line} with the record's structured fields. */
+    LoggingEventBuilder fields(LoggingEventBuilder line) {
+      return RecordLog.fields(line, route.name(), record, event, null, trace);
     }
 
     /**
@@ -200,7 +229,7 @@ public final class GuardedProcessor implements RecordProcessor {
         try {
           body.accept(v, e);
         } catch (RuntimeException | Error t) {
-          log.error("{}: a step failed unexpectedly; the record is given back to the pipeline", where(), t);
+          fields(log.atError()).setCause(t).log("{}: a step failed unexpectedly; the record is given back to the pipeline", where());
           Forward f = forward;
           if (f != null) {
             try {
@@ -228,6 +257,7 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       event = ((Extraction.Ok) x).event();
+      trace.event(event);
       claim();
     }
 
@@ -257,7 +287,9 @@ public final class GuardedProcessor implements RecordProcessor {
           return;
         }
       }
+      Span span = trace.step("onceguard.claim");
       guard.claim(route, event, source).whenComplete(step((r, e) -> {
+        RecordSpan.end(span, r == null ? null : r.getClass().getSimpleName(), e);
         if (e != null) {
           storeTrouble("claim", e, this::claim);
           return;
@@ -379,7 +411,8 @@ public final class GuardedProcessor implements RecordProcessor {
       long now = clock.nowMillis();
       if (w.kind() == ClaimResult.Wait.Kind.OWN_LEASE_LIVE) {
         // Kafka redelivered a record a dead owner still holds: wait for its lease, then take over
-        log.info("{}: record still leased by an earlier owner; taking over in {} ms", where(), Math.max(0, w.retryAtMillis() - now));
+        fields(log.atInfo()).log("{}: record still leased by an earlier owner; taking over in {} ms", where(),
+            Math.max(0, w.retryAtMillis() - now));
         later(Duration.ofMillis(Math.max(10, w.retryAtMillis() - now + 5)), this::claim);
         return;
       }
@@ -405,7 +438,7 @@ public final class GuardedProcessor implements RecordProcessor {
       storeFailures.incrementAndGet();
       Duration d = backoff.delay(++storeRetries);
       if (Integer.bitCount(storeRetries) == 1) {
-        log.warn("{}: {} failed ({}); the record stays unfinished, retrying in {} ms (retry {})",
+        fields(log.atWarn()).log("{}: {} failed ({}); the record stays unfinished, retrying in {} ms (retry {})",
             where(), step, rootMessage(e), d.toMillis(), storeRetries);
       }
       later(d, retry);
@@ -434,17 +467,21 @@ public final class GuardedProcessor implements RecordProcessor {
       if (stopIfCancelled()) {
         return;
       }
-      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis()).whenComplete(step((x, e) -> {
+      Span span = trace.step("onceguard.escalate");
+      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step((x, e) -> {
+        RecordSpan.end(span, v.getReason().name(), e);
         if (e != null) {
           storeTrouble("escalation to " + route.escalationTopic(), e, () -> escalate(v));
           return;
         }
-        log.info("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.escalationTopic());
+        RecordLog.fields(log.atInfo(), route.name(), record, event, v, trace)
+            .log("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.escalationTopic());
         complete(v, false);
       }));
     }
 
     void complete(Verdict v, boolean forwarded) {
+      trace.verdict(v);
       if (v.getDisposition() != Disposition.ACCEPTED) {
         guard.record(v, source);
       }
@@ -459,7 +496,7 @@ public final class GuardedProcessor implements RecordProcessor {
         try {
           listener.onVerdict(record, v, forwarded);
         } catch (RuntimeException le) {
-          log.warn("verdict listener failed: {}", le.toString());
+          fields(log.atWarn()).log("verdict listener failed: {}", le.toString());
         }
         done.complete(null);
       }));
@@ -539,9 +576,12 @@ public final class GuardedProcessor implements RecordProcessor {
             .build();
         scheduleRenewal();
         dispatched = true;
-        CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.handlerTimeout()).toCompletableFuture();
+        Span span = trace.handle(n);
+        CompletableFuture<DispatchResult> call =
+            dispatcher.dispatch(d, route.handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
         call.whenComplete(step((res, e) -> {
+          RecordSpan.end(span, res == null ? null : res.kind().name(), e);
           if (cancel.isCancelled()) {
             abandon();
             return;
@@ -568,7 +608,7 @@ public final class GuardedProcessor implements RecordProcessor {
               wait = res.retryAfter();
             }
             if (Integer.bitCount(n) == 1) {
-              log.warn("{}: attempt {} not applied ({}); retrying in {} ms", where(), n, res.message(), wait.toMillis());
+              fields(log.atWarn()).log("{}: attempt {} not applied ({}); retrying in {} ms", where(), n, res.message(), wait.toMillis());
             }
             CompletableFuture<Void> delay = scheduler.delay(wait).toCompletableFuture();
             current = delay;
@@ -597,7 +637,7 @@ public final class GuardedProcessor implements RecordProcessor {
           guard.renew(route, claim).whenComplete(step((c, err) -> {
             if (err == null && c == null) {
               lost = true;
-              log.warn("{}: lease lost while forwarding (taken over by another owner)", where());
+              fields(log.atWarn()).log("{}: lease lost while forwarding (taken over by another owner)", where());
             } else if (err == null) {
               claim = c;
             }
@@ -624,7 +664,9 @@ public final class GuardedProcessor implements RecordProcessor {
         // the lease stays renewed until the confirm is through: a confirm retried past the lease
         // must not let another owner forward the record again
         scheduleRenewal();
+        Span span = trace.step("onceguard.confirm");
         guard.confirm(route, claim).whenComplete(step((ok, e) -> {
+          RecordSpan.end(span, ok == null ? null : ok ? "confirmed" : "taken over", e);
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
@@ -640,7 +682,9 @@ public final class GuardedProcessor implements RecordProcessor {
 
       void abort(String why) {
         scheduleRenewal();
+        Span span = trace.step("onceguard.abort");
         guard.abort(claim).whenComplete(step((ok, e) -> {
+          RecordSpan.end(span, ok == null ? null : ok ? "aborted" : "taken over", e);
           if (e != null) {
             storeTrouble("abort", e, () -> abort(why));
             return;
@@ -703,7 +747,7 @@ public final class GuardedProcessor implements RecordProcessor {
           guard.abort(claim, false).whenComplete(step((ok, e) -> {
             if (e != null) {
               guard.release(claim); // Guard.abort releases only on success
-              log.debug("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
+              fields(log.atDebug()).log("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
             }
             done.completeExceptionally(new CancelledException(where()));
           }));

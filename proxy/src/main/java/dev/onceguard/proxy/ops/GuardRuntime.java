@@ -20,6 +20,7 @@ import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.ExecutorScheduler;
+import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Disposition;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
@@ -47,10 +48,18 @@ public final class GuardRuntime implements AutoCloseable {
   private final IdempotencyCache cache;
   private final java.util.concurrent.ScheduledExecutorService housekeeping;
   private final GuardService guardService;
+  private final Tracing tracing;
   private final java.util.concurrent.atomic.AtomicLong heartbeatFailures = new java.util.concurrent.atomic.AtomicLong();
 
+  /** Without tracing. */
   public GuardRuntime(SidecarConfig config, Clock clock) {
+    this(config, clock, Tracing.off());
+  }
+
+  /** With {@code tracing} for the guarded processors; it stays the caller's to close (after this). */
+  public GuardRuntime(SidecarConfig config, Clock clock, Tracing tracing) {
     this.config = config;
+    this.tracing = tracing;
     String owner = config.instanceId() + "/" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()).substring(0, 10);
     Db d = new Db(config.mysql());
     try {
@@ -195,7 +204,7 @@ public final class GuardRuntime implements AutoCloseable {
       Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
           d, escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(),
-          route.mode() == RouteConfig.Mode.PULL ? withNotices : listener);
+          route.mode() == RouteConfig.Mode.PULL ? withNotices : listener, tracing);
     };
   }
 

@@ -9,6 +9,7 @@ import dev.onceguard.proxy.pipeline.ConsumerProperties;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.trace.Tracing;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -55,6 +56,7 @@ public final class Main implements Runnable {
   CommandSpec spec;
 
   public static void main(String[] args) {
+    LogFormat.applyEnvironment();
     System.exit(commandLine().execute(args));
   }
 
@@ -98,6 +100,7 @@ public final class Main implements Runnable {
       if (!clientProblems.isEmpty()) {
         return configErrors(err, new ConfigException(clientProblems));
       }
+      LogFormat.apply(cfg.logFormat());
       return call(cfg, spec.commandLine().getOut(), err);
     }
 
@@ -196,18 +199,21 @@ public final class Main implements Runnable {
       if (admin != null) {
         log.info("admin HTTP on {} (bound port {}): /healthz, /readyz, /metrics", cfg.adminListen(), admin.port());
       }
+      // off unless tracing.otlp-endpoint is set; closed last, so that the last records' spans go out
+      Tracing tracing = Tracing.fromConfig(cfg.tracing(), cfg.instanceId());
       Runnable closeOps = () -> {
         if (admin != null) {
           admin.close();
         }
         facts.close();
         metrics.close();
+        tracing.close();
       };
       GuardRuntime started = null;
       long waitMillis = 1_000;
       for (int attempt = 1; started == null; attempt++) {
         try {
-          started = new GuardRuntime(cfg, Clock.SYSTEM);
+          started = new GuardRuntime(cfg, Clock.SYSTEM, tracing);
         } catch (RuntimeException e) {
           if (failFast || !storeUnavailable(e)) {
             closeOps.run();
@@ -393,6 +399,9 @@ public final class Main implements Runnable {
         .append(" extra properties\n");
     sb.append("mysql: ").append(c.mysql()).append('\n');
     sb.append("redis: ").append(c.redis().enabled() ? withoutUserInfo(c.redis().uri()) : "disabled (no L1 cache)").append('\n');
+    sb.append("logs: ").append(c.logFormat()).append(", tracing: ").append(c.tracing().enabled()
+        ? "OTLP http/protobuf to " + withoutUserInfo(c.tracing().otlpEndpoint()) + ", sample ratio " + c.tracing().sampleRatio()
+        : "off").append('\n');
     for (MachineConfig m : c.machines().values()) {
       sb.append("machine ").append(m.name()).append(": ").append(m.states().size()).append(" states, ")
           .append(m.events().size()).append(" events").append(m.cycles().isEmpty() ? "" : ", " + String.join("; ", m.cycles()))

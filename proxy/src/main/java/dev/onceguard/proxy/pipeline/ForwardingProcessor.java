@@ -6,6 +6,8 @@ import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.time.Scheduler;
+import dev.onceguard.proxy.trace.RecordLog;
+import dev.onceguard.proxy.trace.RecordSpan;
 import dev.onceguard.v1.Delivery;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -14,6 +16,7 @@ import java.util.concurrent.CompletionStage;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.spi.LoggingEventBuilder;
 
 /**
  * The walking skeleton's processor: forwards every record to the business, without a guard.
@@ -104,14 +107,14 @@ public final class ForwardingProcessor implements RecordProcessor {
       if (err != null) {
         // Dispatchers map every failure to a result; an exception here is a dispatcher bug. Keep
         // the record unfinished and retry rather than lose it.
-        log.error("route {} {}-{}@{}: dispatcher failed instead of returning a result; retrying",
-            route.name(), record.topic(), record.partition(), record.offset(), err);
+        fields(log.atError()).setCause(err).log("route {} {}-{}@{}: dispatcher failed instead of returning a result; retrying",
+            route.name(), record.topic(), record.partition(), record.offset());
         res = DispatchResult.retry("dispatcher failed: " + err);
       }
       switch (res.kind()) {
         case OK -> result.complete(null);
         case REJECT -> {
-          log.warn("route {} {}-{}@{}: business rejected the record at attempt {}: {} (finished without escalation)",
+          fields(log.atWarn()).log("route {} {}-{}@{}: business rejected the record at attempt {}: {} (finished without escalation)",
               route.name(), record.topic(), record.partition(), record.offset(), n, res.message());
           result.complete(null);
         }
@@ -128,7 +131,7 @@ public final class ForwardingProcessor implements RecordProcessor {
       // seconds (with a count of the others), the rest at DEBUG.
       int heldBack = retryLog.tryAcquire();
       if (heldBack >= 0) {
-        log.warn("route {} {}-{}@{}: attempt {} not applied ({}); retrying in {} ms{}",
+        fields(log.atWarn()).log("route {} {}-{}@{}: attempt {} not applied ({}); retrying in {} ms{}",
             route.name(), record.topic(), record.partition(), record.offset(), n, res.message(), wait.toMillis(),
             heldBack == 0 ? "" : " (" + heldBack + " other retries since the last report not logged)");
       } else if (log.isDebugEnabled()) {
@@ -173,6 +176,11 @@ public final class ForwardingProcessor implements RecordProcessor {
       if (c != null) {
         c.cancel(false);
       }
+    }
+
+    /** {@code line} with the record's structured fields. */
+    LoggingEventBuilder fields(LoggingEventBuilder line) {
+      return RecordLog.fields(line, route.name(), record, null, null, RecordSpan.NONE);
     }
 
     String where() {

@@ -909,4 +909,53 @@ class ConfigReaderTest {
     assertThatThrownBy(() -> c.machines().clear()).isInstanceOf(UnsupportedOperationException.class);
     assertThatThrownBy(() -> c.machines().get("order").events().clear()).isInstanceOf(UnsupportedOperationException.class);
   }
+  // ------------------------------------------------------------------------- tracing and log format
+
+  @Test
+  void tracingAndLogFormat_absent_offAndText() {
+    SidecarConfig c = parse(REFERENCE);
+    assertThat(c.tracing().enabled()).isFalse();
+    assertThat(c.tracing().sampleRatio()).isEqualTo(1.0);
+    assertThat(c.logFormat()).isEqualTo("text");
+  }
+
+  @Test
+  void tracingSection_endpointAndRatio_kept() {
+    SidecarConfig c = parse(variant("sidecar:\n  instance-id: og-test-1\n",
+        "sidecar:\n  instance-id: og-test-1\n  log-format: json\ntracing:\n  otlp-endpoint: http://collector:4318\n  sample-ratio: 0.25\n"));
+    assertThat(c.tracing()).isEqualTo(new TracingConfig("http://collector:4318", 0.25));
+    assertThat(c.logFormat()).isEqualTo("json");
+  }
+
+  @Test
+  void environment_otelEndpointAndLogFormat_areTheDefaults_theFileWins() {
+    Map<String, String> env = Map.of("DB_PASSWORD", "x", ConfigReader.OTLP_ENDPOINT_ENV, "https://otel.example:4318",
+        ConfigReader.LOG_FORMAT_ENV, "json");
+    SidecarConfig c = new ConfigReader(env).parse(REFERENCE, "test.yaml");
+    assertThat(c.tracing().otlpEndpoint()).isEqualTo("https://otel.example:4318");
+    assertThat(c.logFormat()).isEqualTo("json");
+
+    SidecarConfig file = new ConfigReader(env).parse(variant("sidecar:\n  instance-id: og-test-1\n",
+        "sidecar:\n  instance-id: og-test-1\n  log-format: text\n"), "test.yaml");
+    assertThat(file.logFormat()).isEqualTo("text");
+  }
+
+  @Test
+  void tracingAndLogFormat_badValues_allReportedWithTheirPaths() {
+    ConfigException e = rejected(variant("sidecar:\n  instance-id: og-test-1\n",
+        "sidecar:\n  instance-id: og-test-1\n  log-format: jsn\ntracing:\n  otlp-endpoint: collector:4317\n  sample-ratio: 1.5\n"
+            + "  sampel-ratio: 1\n"));
+    assertThat(e.problems()).containsExactly(
+        "sidecar.log-format: 'jsn' is not one of text, json (did you mean 'json'?)",
+        "tracing.otlp-endpoint: 'collector:4317' is not an http:// or https:// URL (OTLP over HTTP, http/protobuf), e.g. http://otel-collector:4318",
+        "tracing.sample-ratio: 1.5 is out of range [0, 1]",
+        "tracing.sampel-ratio: unknown setting (did you mean 'sample-ratio'?)");
+  }
+
+  @Test
+  void logFormatFromTheEnvironment_badValue_errorNamesTheVariable() {
+    assertThatThrownBy(() -> new ConfigReader(Map.of("DB_PASSWORD", "x", ConfigReader.LOG_FORMAT_ENV, "xml")).parse(REFERENCE, "test.yaml"))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.problems()).containsExactly(
+            "sidecar.log-format: 'xml' (from ONCEGUARD_LOG_FORMAT) is not one of text, json"));
+  }
 }

@@ -14,10 +14,19 @@ final class FakeEscalator implements EscalationSink {
 
   final List<Escalation> escalations = new CopyOnWriteArrayList<>();
   final List<Verdict> published = new CopyOnWriteArrayList<>();
+  /** The traceparent each escalation was given, in order ("" for none). */
+  final List<String> traceparents = new CopyOnWriteArrayList<>();
 
   @Override
   public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis) {
+    return escalate(topic, source, v, nowMillis, null);
+  }
+
+  @Override
+  public CompletionStage<Void> escalate(String topic, ConsumerRecord<byte[], byte[]> source, Verdict v, long nowMillis,
+      String traceparent) {
     escalations.add(new Escalation(topic, source.offset(), v));
+    traceparents.add(traceparent == null ? "" : traceparent);
     return CompletableFuture.completedFuture(null);
   }
 

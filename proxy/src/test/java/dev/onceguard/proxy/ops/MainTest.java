@@ -66,6 +66,26 @@ class MainTest {
   }
 
   @Test
+  void validate_logFormatAndTracing_inTheSummary_jsonSwitchesTheStdoutAppender_endpointCredentialsHidden() throws Exception {
+    ch.qos.logback.classic.Logger root =
+        ((ch.qos.logback.classic.LoggerContext) org.slf4j.LoggerFactory.getILoggerFactory()).getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    try {
+      int code = run("validate", "--config", file("sidecar: {log-format: json}\n"
+          + "tracing: {otlp-endpoint: 'http://og:pw-secret@collector:4318', sample-ratio: 0.5}\n" + VALID).toString());
+
+      assertThat(code).isZero();
+      assertThat(out.toString()).contains("logs: json, tracing: OTLP http/protobuf to http://***@collector:4318, sample ratio 0.5")
+          .doesNotContain("pw-secret");
+      assertThat(root.getAppender(LogFormat.JSON_APPENDER)).as("JSON lines from here on").isNotNull();
+      assertThat(root.getAppender(LogFormat.TEXT_APPENDER)).isNull();
+    } finally {
+      LogFormat.apply("text");
+    }
+    assertThat(root.getAppender(LogFormat.TEXT_APPENDER)).as("text restored").isNotNull();
+    assertThat(root.getAppender(LogFormat.JSON_APPENDER)).isNull();
+  }
+
+  @Test
   void validate_invalidConfig_exit2_withPathInMessage_noStackTrace() throws Exception {
     int code = run("validate", "--config", file(VALID.replace("target: 127.0.0.1:7000", "target: nowhere")).toString());
     assertThat(code).isEqualTo(2);
