@@ -15,7 +15,8 @@
 #
 # Kafka: replication factor 3, min.insync.replicas=2, every broker also a controller (quorum of 3).
 # Galera: multi-primary, rsync SST; `start galera-N` joins the running nodes (IST), or bootstraps
-# a new cluster from that node when none runs. Redis: 3 masters, no replicas; a restarted node
+# a new cluster from that node when none runs and it has the latest commit (`up galera` restarts a
+# stopped cluster from that node). Redis: 3 masters, no replicas; a restarted node
 # keeps its slots (nodes.conf) but not its keys.
 # Heaps and buffers are small (ONCEGUARD_CLUSTER_KAFKA_HEAP, default "-Xms128m -Xmx384m").
 set -euo pipefail
@@ -236,13 +237,48 @@ wsrep_slave_threads=2
 EOF
 }
 
+galera_any_running() {
+  local j
+  for j in "${NODES[@]}"; do galera_running "$j" && return 0; done
+  return 1
+}
+
+# The last seqno a node committed: from grastate.dat after a clean shutdown, recovered from
+# InnoDB (mariadbd --wsrep-recover) after a crash, which leaves -1 there.
+galera_seqno() { # index
+  local i=$1 d s
+  d="$(node_dir galera "$i")"
+  s="$(sed -n 's/^seqno: *//p' "$d/data/grastate.dat" 2>/dev/null || true)"
+  if [[ -z $s || $s == -1 ]]; then
+    /usr/sbin/mariadbd --defaults-file="$(galera_cnf "$i")" --user="$GALERA_USER" --wsrep-recover >/dev/null 2>&1 9>&- || true
+    s="$(sed -n 's/.*WSREP: Recovered position: .*:\([-0-9]*\)$/\1/p' "$d/error.log" | tail -n 1)"
+  fi
+  echo "${s:--1}"
+}
+
+# The node to bootstrap a stopped cluster from: the one with the latest commit, so none is lost.
+galera_most_advanced() {
+  local i best=1 top=-2 s
+  for i in "${NODES[@]}"; do
+    s="$(galera_seqno "$i")"
+    if ((s > top)); then best=$i top=$s; fi
+  done
+  echo "$best"
+}
+
 galera_start() { # index; joins the running nodes, or bootstraps a new cluster when none runs
-  local i=$1 d j bootstrap=1
+  local i=$1 d bootstrap=1
   d="$(node_dir galera "$i")"
   galera_running "$i" && { log "galera-$i: already running"; return 0; }
-  for j in "${NODES[@]}"; do [[ $j != "$i" ]] && galera_running "$j" && bootstrap=0; done
+  galera_any_running && bootstrap=0
   local flags=(--user="$GALERA_USER")
   if [[ $bootstrap == 1 ]]; then
+    if [[ -f $d/data/grastate.dat ]]; then
+      local best
+      best="$(galera_most_advanced)"
+      [[ $best == "$i" ]] ||
+        die "no Galera node runs and galera-$best has later commits than galera-$i: start galera-$best first (or: scripts/cluster.sh up galera)"
+    fi
     flags+=(--wsrep-new-cluster)
     # after a kill -9 Galera refuses to bootstrap from a node until told it is safe
     [[ -f $d/data/grastate.dat ]] && sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' "$d/data/grastate.dat"
@@ -270,8 +306,15 @@ galera_cluster_up() {
       --auth-root-authentication-method=normal --skip-test-db >"$(node_dir galera 1)/install-db.log" 2>&1 ||
       { tail -n 30 "$(node_dir galera 1)/install-db.log" >&2; die "mariadb-install-db failed"; }
   fi
-  # one at a time: each joiner takes a state transfer from a synced node
-  for i in "${NODES[@]}"; do
+  # a stopped cluster restarts from its most advanced node; then one at a time: each joiner
+  # takes a state transfer from a synced node
+  local order=("${NODES[@]}") first
+  if [[ $fresh == 0 ]] && ! galera_any_running; then
+    first="$(galera_most_advanced)"
+    order=("$first")
+    for i in "${NODES[@]}"; do [[ $i == "$first" ]] || order+=("$i"); done
+  fi
+  for i in "${order[@]}"; do
     galera_start "$i"
     if [[ $fresh == 1 && $i == 1 ]]; then
       # root over TCP without a password, as on the machine's MariaDB (replicated to the joiners)
@@ -482,7 +525,7 @@ cmd_env() {
 }
 
 cluster_usage() {
-  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
