@@ -143,8 +143,13 @@ num.io.threads=2
 EOF
 }
 
+# The broker answers and lists every broker whose process runs (a killed peer is not waited for).
 kafka_ready() { # index
-  "${STACKUTIL[@]}" ready "127.0.0.1:$(port "kafka_$1_broker")" 1 "${#NODES[@]}"
+  local j running=0
+  for j in "${NODES[@]}"; do
+    pid_matches "$(cat "$(node_dir kafka "$j")/pid" 2>/dev/null)" "$(kafka_pattern "$j")" && running=$((running + 1))
+  done
+  "${STACKUTIL[@]}" ready "127.0.0.1:$(port "kafka_$1_broker")" 1 "$running"
 }
 
 kafka_start() { # index; waits for the broker to answer, not for the others
