@@ -11,7 +11,7 @@
 #   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
 #                    Cluster; scripts/cluster.sh, env in .cluster/env) and keep it running
 #   make cluster-down stop it and remove its data
-#   make clean       stack down, mvn clean, remove .stack/
+#   make clean       stack and cluster down, mvn clean, remove .stack/
 #
 # Override Maven with e.g. `make test MVN=./mvnw`.
 
@@ -110,5 +110,6 @@ cluster-down:
 
 clean:
 	"$(STACK)" down
+	"$(CLUSTER)" down
 	cd "$(ROOT)" && $(MVN) -B -q clean
 	rm -rf "$(ROOT)/.stack"
