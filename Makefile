@@ -9,7 +9,10 @@
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
-#   make clean       stack down, mvn clean, remove .stack/
+#   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
+#                    Cluster; scripts/cluster.sh, env in .cluster/env) and keep it running
+#   make cluster-down stop it and remove its data
+#   make clean       stack and cluster down, mvn clean, remove .stack/
 #
 # Override Maven with e.g. `make test MVN=./mvnw`.
 
@@ -18,9 +21,10 @@ SHELL := /bin/bash
 
 ROOT  := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STACK := $(ROOT)/scripts/stack.sh
+CLUSTER := $(ROOT)/scripts/cluster.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick chaos stack-up stack-down clean
+.PHONY: build test demo bench bench-quick chaos stack-up stack-down cluster-up cluster-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -121,7 +125,14 @@ stack-up:
 stack-down:
 	"$(STACK)" down
 
+cluster-up:
+	"$(CLUSTER)" up
+
+cluster-down:
+	"$(CLUSTER)" down
+
 clean:
 	"$(STACK)" down
+	"$(CLUSTER)" down
 	cd "$(ROOT)" && $(MVN) -B -q clean
 	rm -rf "$(ROOT)/.stack"

@@ -49,8 +49,9 @@ MVN="${MVN:-mvn}"
 PYTHON="$(command -v python3 || echo /usr/bin/python3)"
 STACKUTIL=("$PYTHON" "$SCRIPTS/kafka/stackutil.py")
 
-log()  { echo "[stack] $*" >&2; }
-die()  { echo "[stack] ERROR: $*" >&2; exit 1; }
+# scripts/cluster.sh sources this file for its helpers and sets LOG_TAG=cluster.
+log()  { echo "[${LOG_TAG:-stack}] $*" >&2; }
+die()  { echo "[${LOG_TAG:-stack}] ERROR: $*" >&2; exit 1; }
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -540,6 +541,9 @@ usage() {
   sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
+
+# Sourced (by scripts/cluster.sh, for the helpers above): define, run nothing.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case "${1:-}" in
   up)        shift; cmd_up "$@" ;;

@@ -2,9 +2,12 @@
 """Small helpers for scripts/stack.sh that would be slow or awkward in bash or with a JVM.
 
   stackutil.py free-ports N            print N distinct free TCP ports on 127.0.0.1
+  stackutil.py free-ports N --bus      the same, each with port + 10000 free too (a Redis
+                                       Cluster node's bus port)
   stackutil.py cluster-id              print a random Kafka cluster id (base64url UUID)
-  stackutil.py ready HOST:PORT [SECS]  exit 0 iff a Kafka broker there answers a Metadata
-                                       request listing at least one (unfenced) broker
+  stackutil.py ready HOST:PORT [SECS [MIN]]
+                                       exit 0 iff a Kafka broker there answers a Metadata
+                                       request listing at least MIN (default 1) unfenced brokers
 
 `ready` speaks the Kafka wire protocol directly (Metadata v4, non-flexible encoding, still
 supported by Kafka 4.x) so a health probe costs milliseconds instead of a 2-3 s JVM start of
@@ -32,6 +35,31 @@ def free_ports(n):
             s.close()
 
 
+def free_bus_ports(n):
+    # A Redis Cluster node also listens on port + 10000: both must be free and below 65536.
+    socks = []
+    try:
+        while len(socks) < 2 * n:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port + 10000 >= 65536:
+                s.close()
+                continue
+            bus = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                s.close()
+                bus.close()
+                continue
+            socks += [s, bus]
+        return [s.getsockname()[1] for s in socks[0::2]]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def cluster_id():
     # Same format as org.apache.kafka.common.Uuid.randomUuid().toString(): 16 random bytes,
     # URL-safe base64 without padding; Kafka avoids ids starting with '-' (CLI-unfriendly).
@@ -51,7 +79,7 @@ def _recv_exact(sock, n):
     return buf
 
 
-def broker_ready(host, port, timeout):
+def broker_ready(host, port, timeout, min_brokers=1):
     client_id = b"onceguard-stack"
     corr = 4242
     # Request header v1: api_key=3 (Metadata), api_version=4, correlation id, client id.
@@ -64,21 +92,24 @@ def broker_ready(host, port, timeout):
         resp = _recv_exact(s, size)
     # Response header v0: correlation id. Body v4: throttle_time_ms, brokers array, ...
     got_corr, _throttle, n_brokers = struct.unpack(">iii", resp[:12])
-    return got_corr == corr and n_brokers >= 1
+    return got_corr == corr and n_brokers >= min_brokers
 
 
 def main(argv):
     if len(argv) >= 2 and argv[1] == "free-ports":
-        print(" ".join(str(p) for p in free_ports(int(argv[2]) if len(argv) > 2 else 1)))
+        n = int(argv[2]) if len(argv) > 2 else 1
+        ports = free_bus_ports(n) if argv[3:] == ["--bus"] else free_ports(n)
+        print(" ".join(str(p) for p in ports))
         return 0
     if len(argv) == 2 and argv[1] == "cluster-id":
         print(cluster_id())
         return 0
-    if len(argv) in (3, 4) and argv[1] == "ready":
+    if len(argv) in (3, 4, 5) and argv[1] == "ready":
         host, _, port = argv[2].rpartition(":")
-        timeout = float(argv[3]) if len(argv) == 4 else 2.0
+        timeout = float(argv[3]) if len(argv) >= 4 else 2.0
+        min_brokers = int(argv[4]) if len(argv) == 5 else 1
         try:
-            return 0 if broker_ready(host, int(port), timeout) else 1
+            return 0 if broker_ready(host, int(port), timeout, min_brokers) else 1
         except (OSError, ValueError, struct.error):
             return 1
     print(__doc__, file=sys.stderr)

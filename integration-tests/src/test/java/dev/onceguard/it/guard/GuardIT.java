@@ -357,31 +357,18 @@ class GuardIT {
         for (String ev : List.of("create", "pay", "prepare")) {
           assertThat(apply(setup, route, order(id, ev)).getDisposition()).isEqualTo(Disposition.ACCEPTED);
         }
-        CountDownLatch go = new CountDownLatch(1);
-        List<Future<Verdict>> fs = new ArrayList<>();
+        List<java.util.concurrent.Callable<Verdict>> copies = new ArrayList<>();
         for (int i = 0; i < callers; i++) {
           Guard g = guards.get(i);
           String json = order(id, "ship", "W1", differentKeys ? "m-" + i : "same");
           int partition = round % 8;
-          fs.add(pool.submit(() -> {
-            go.await();
-            return decide(g, route, json, new Source("orders", partition, offsets.incrementAndGet()));
-          }));
+          copies.add(() -> decide(g, route, json, new Source("orders", partition, offsets.incrementAndGet())));
         }
-        go.countDown();
-        int acc = 0;
-        for (Future<Verdict> f : fs) {
-          Verdict v = f.get(30, TimeUnit.SECONDS);
-          if (v.getDisposition() == Disposition.ACCEPTED) {
-            acc++;
-          } else if (v.getDisposition() == Disposition.DUPLICATE_IGNORE) {
-            duplicates++;
-          } else {
-            others.add(v.getReason() + ": " + v.getDetail());
-          }
-        }
-        assertThat(acc).as("accepted in round %d", round).isEqualTo(1);
-        accepted += acc;
+        ClaimLoop.Round r = ClaimLoop.atOnce(pool, copies, 30);
+        assertThat(r.accepted()).as("accepted in round %d", round).isEqualTo(1);
+        accepted += r.accepted();
+        duplicates += r.duplicates();
+        others.addAll(r.others());
         assertThat(entityState(id)).isEqualTo("shipped");
         assertThat(fx.scalar("SELECT version FROM og_entity WHERE entity_id = ?", id)).isEqualTo(4);
       }
@@ -395,22 +382,7 @@ class GuardIT {
 
   /** Claims until the verdict is final (waiting out busy entities), confirming an acceptance. */
   static Verdict decide(Guard g, String route, String json, Source s) throws InterruptedException {
-    long deadline = System.currentTimeMillis() + 20_000;
-    while (true) {
-      ClaimResult r = claim(g, route, json, s);
-      if (r instanceof ClaimResult.Accepted a) {
-        assertThat(g.confirm(fx.route(route), a.claim()).toCompletableFuture().join()).isTrue();
-        return a.verdict();
-      }
-      if (r instanceof ClaimResult.Rejected x) {
-        return x.verdict();
-      }
-      ClaimResult.Wait w = (ClaimResult.Wait) r;
-      if (System.currentTimeMillis() > deadline) {
-        return w.ifTimedOut();
-      }
-      Thread.sleep(2);
-    }
+    return ClaimLoop.decide(g, fx.route(route), fx.event(route, json), s, 20_000, null);
   }
 
   // ------------------------------------------------------------------------- order and legality

@@ -1,0 +1,154 @@
+package dev.onceguard.it;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A private instance of the local cluster stack ({@code scripts/cluster.sh}) for one test: the
+ * clusters it asks for, started by the same script a developer runs, in a directory of its own
+ * under {@code target/}, stopped and removed on {@link #close}. {@link #kill} and {@link #start}
+ * take one node down and bring it back (same ports, same data).
+ */
+public final class ClusterScript implements AutoCloseable {
+  private final Path script;
+  private final Path dir;
+  private final Map<String, String> env = new HashMap<>();
+
+  private ClusterScript(Path script, Path dir) {
+    this.script = script;
+    this.dir = dir;
+  }
+
+  /**
+   * Starts the given components ({@code kafka}, {@code galera}, {@code redis}) and reads their
+   * addresses.
+   *
+   * @throws IllegalStateException with the script's output when it fails
+   */
+  public static ClusterScript up(String... components) {
+    Path script = findScript();
+    // under target/ of the module, not a JUnit @TempDir: that is private to its owner, and the
+    // Galera nodes run as the `mysql` user, which must reach their datadirs
+    Path dir = Path.of("target", "cluster-" + UUID.randomUUID().toString().substring(0, 8)).toAbsolutePath();
+    ClusterScript c = new ClusterScript(script, dir);
+    try {
+      Files.createDirectories(dir);
+      Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+      List<String> args = new ArrayList<>(List.of("up"));
+      args.addAll(Arrays.asList(components));
+      c.run(180, args.toArray(new String[0]));
+      for (String line : Files.readAllLines(dir.resolve("env"), StandardCharsets.UTF_8)) {
+        int eq = line.indexOf('=');
+        if (!line.startsWith("#") && eq > 0) {
+          c.env.put(line.substring(0, eq), line.substring(eq + 1));
+        }
+      }
+      return c;
+    } catch (IOException | RuntimeException e) {
+      c.close();
+      throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException) e;
+    }
+  }
+
+  /** A value of the cluster's env file, e.g. {@code ONCEGUARD_CLUSTER_MYSQL_PORTS}. */
+  public String env(String name) {
+    String v = env.get(name);
+    if (v == null) {
+      throw new IllegalStateException(name + " is not in " + dir.resolve("env") + " (was its component started?): " + env);
+    }
+    return v;
+  }
+
+  /** The comma-separated value of {@code name} as a list. */
+  public List<String> list(String name) {
+    return List.of(env(name).split(","));
+  }
+
+  /** SIGKILL of one node, e.g. {@code galera-2}; returns when it is gone. */
+  public void kill(String node) {
+    run(30, "kill", node);
+  }
+
+  /** Starts a killed or stopped node again and waits until it is back in its cluster. */
+  public void start(String node) {
+    run(180, "start", node);
+  }
+
+  /** The directory of this instance: the nodes' data dirs and logs (for failure messages). */
+  public Path dir() {
+    return dir;
+  }
+
+  @Override
+  public void close() {
+    try {
+      run(120, "down");
+      deleteTree(dir);
+    } catch (RuntimeException | IOException e) {
+      System.err.println("[ClusterScript] cleanup of " + dir + " failed: " + e);
+    }
+  }
+
+  private String run(int timeoutSeconds, String... args) {
+    List<String> cmd = new ArrayList<>(List.of("bash", script.toString()));
+    cmd.addAll(Arrays.asList(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().put("ONCEGUARD_CLUSTER_DIR", dir.toString());
+    try {
+      Path out = Files.createTempFile("cluster-sh", ".log");
+      try {
+        Process p = pb.redirectOutput(out.toFile()).start();
+        boolean done = p.waitFor(timeoutSeconds, TimeUnit.SECONDS);
+        if (!done) {
+          p.destroyForcibly();
+        }
+        String text = Files.readString(out, StandardCharsets.UTF_8);
+        if (!done || p.exitValue() != 0) {
+          throw new IllegalStateException("scripts/cluster.sh " + String.join(" ", args)
+              + (done ? " failed with exit code " + p.exitValue() : " did not finish within " + timeoutSeconds + " s") + ":\n" + text);
+        }
+        return text;
+      } finally {
+        Files.deleteIfExists(out);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while running scripts/cluster.sh " + String.join(" ", args), e);
+    }
+  }
+
+  /** scripts/cluster.sh of this checkout: the tests run in a module directory below the root. */
+  private static Path findScript() {
+    for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
+      Path s = d.resolve("scripts").resolve("cluster.sh");
+      if (Files.isRegularFile(s)) {
+        return s;
+      }
+    }
+    throw new IllegalStateException("scripts/cluster.sh not found above " + Path.of("").toAbsolutePath());
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try (var paths = Files.walk(root)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}

@@ -1,0 +1,314 @@
+package dev.onceguard.it.guard;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.onceguard.it.ClusterScript;
+import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.extract.Extraction;
+import dev.onceguard.proxy.extract.Extractor;
+import dev.onceguard.proxy.guard.ContentionException;
+import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.guard.Source;
+import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.Migrations;
+import dev.onceguard.proxy.store.MysqlGuardStore;
+import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Verdict;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Incident 3 across a real three-node MariaDB Galera cluster ({@code scripts/cluster.sh up galera}):
+ * guards with stores of their own, each on a different node (multi-primary), claim the same
+ * transition at the same instant, round after round. Exactly one is accepted per round, every
+ * other caller ends as a duplicate, and the certification conflicts between nodes (MySQL 1213
+ * at COMMIT, or on the statement of a transaction a replicated write aborted) are retried as
+ * contention: no store outage, no other verdict. At the end the ledger and entity rows read on
+ * every node are the same.
+ */
+class GaleraIT {
+  static final String MACHINES_AND_ROUTES = """
+      machines:
+        order:
+          states: [created, paid, to_ship, shipped]
+          events:
+            create: {to: created}
+            pay: {from: [created], to: paid}
+            prepare: {from: [paid], to: to_ship}
+            ship: {from: [to_ship], to: shipped}
+      routes:
+        - name: orders
+          topics: [orders]
+          machine: order
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /event]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+        - name: orders-by-message
+          topics: [orders-m]
+          machine: order
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /message_id]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+      """;
+
+  /** One Galera node as a sidecar configured for it sees it. */
+  record Node(String name, int port, SidecarConfig config) {}
+
+  static ClusterScript cluster;
+  static final String DATABASE = "og_it_galera_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+  static final List<Node> nodes = new ArrayList<>();
+  static final AtomicLong offsets = new AtomicLong();
+
+  @BeforeAll
+  static void startCluster() {
+    cluster = ClusterScript.up("galera");
+    List<String> ports = cluster.list("ONCEGUARD_CLUSTER_MYSQL_PORTS");
+    assertThat(ports).hasSize(3);
+    for (int i = 0; i < ports.size(); i++) {
+      int port = Integer.parseInt(ports.get(i));
+      String yaml = "kafka:\n  bootstrap-servers: 127.0.0.1:1\n"
+          + "mysql:\n  host: 127.0.0.1\n  port: " + port + "\n  user: root\n  password: ''\n  database: " + DATABASE
+          + "\n  pool-size: 4\n" + MACHINES_AND_ROUTES;
+      SidecarConfig config = new ConfigReader(Map.of()).parse(yaml, "galera-" + (i + 1));
+      if (i == 0) {
+        // DDL replicates to every node before it returns (total order isolation)
+        try (Db db = new Db(config.mysql())) {
+          new Migrations(db, config.mysql().tablePrefix()).migrate();
+        }
+      }
+      nodes.add(new Node("galera-" + (i + 1), port, config));
+    }
+  }
+
+  @AfterAll
+  static void stopCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  /** What the callers saw over all rounds of one test. */
+  static final class Tally {
+    final AtomicLong accepted = new AtomicLong();
+    final AtomicLong duplicates = new AtomicLong();
+    /** Contention that got past the guard's own retries and was retried by the caller, as the pipeline does. */
+    final AtomicLong contentionSurfaced = new AtomicLong();
+    final List<String> others = java.util.Collections.synchronizedList(new ArrayList<>());
+    final List<String> outages = java.util.Collections.synchronizedList(new ArrayList<>());
+    final Set<String> reasons = ConcurrentHashMap.newKeySet();
+  }
+
+  @ParameterizedTest(name = "{0} callers per node, different keys = {1}")
+  @CsvSource({"1,false", "2,true"})
+  void sameTransitionClaimedOnEveryNodeAtOnce_exactlyOneAccepted_conflictsAreContention(int perNode, boolean differentKeys)
+      throws Exception {
+    int rounds = 60;
+    String route = differentKeys ? "orders-by-message" : "orders";
+    List<Guard> callers = new ArrayList<>();
+    List<Guard> setups = new ArrayList<>();
+    for (Node n : nodes) {
+      setups.add(guard(n, "setup"));
+      for (int i = 0; i < perNode; i++) {
+        callers.add(guard(n, "caller" + i));
+      }
+    }
+    long[] certBefore = certificationConflicts();
+    Tally t = new Tally();
+    ExecutorService pool = Executors.newFixedThreadPool(callers.size());
+    try {
+      for (int round = 0; round < rounds; round++) {
+        String id = "g-" + UUID.randomUUID().toString().substring(0, 12);
+        // each round's entity is prepared through another node: every node writes and replicates
+        Guard setup = setups.get(round % setups.size());
+        for (String ev : List.of("create", "pay", "prepare")) {
+          assertThat(decide(setup, route, order(id, ev, "m-" + ev), t).getDisposition())
+              .as("%s of %s through %s", ev, id, setup.owner()).isEqualTo(Disposition.ACCEPTED);
+        }
+        List<Callable<Verdict>> copies = new ArrayList<>();
+        for (int i = 0; i < callers.size(); i++) {
+          Guard g = callers.get(i);
+          String json = order(id, "ship", differentKeys ? "m-ship-" + i : "m-ship");
+          copies.add(() -> decide(g, route, json, t));
+        }
+        ClaimLoop.Round r = ClaimLoop.atOnce(pool, copies, 60);
+        assertThat(r.accepted()).as("accepted in round %d", round).isEqualTo(1);
+        t.accepted.addAndGet(r.accepted());
+        t.duplicates.addAndGet(r.duplicates());
+        t.reasons.addAll(r.duplicateReasons());
+        t.others.addAll(r.others());
+        assertThat(readOnEveryNode("SELECT state, version, pending_key FROM og_entity WHERE entity_id = '" + id + "'"))
+            .as("entity %s on every node", id).containsOnly(List.of(List.of("shipped", "4", "null")));
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    long[] certAfter = certificationConflicts();
+    long guardRetries = callers.stream().mapToLong(Guard::contentionRetries).sum();
+    System.out.printf("[GaleraIT] %d callers (%d per node), different keys %s, %d rounds: %d accepted, %d duplicates (%s); "
+            + "certification failures %d, brute-force aborts %d; guard contention retries %d, surfaced to the caller %d%n",
+        callers.size(), perNode, differentKeys, rounds, t.accepted.get(), t.duplicates.get(), t.reasons,
+        certAfter[0] - certBefore[0], certAfter[1] - certBefore[1], guardRetries, t.contentionSurfaced.get());
+    callers.forEach(Guard::close);
+    setups.forEach(Guard::close);
+
+    assertThat(t.outages).as("certification conflicts are contention, never a store outage").isEmpty();
+    assertThat(t.others).as("every caller but one ends as a duplicate").isEmpty();
+    assertThat(t.duplicates.get()).isEqualTo((long) rounds * (callers.size() - 1));
+    assertThat(guardRetries + t.contentionSurfaced.get())
+        .as("nodes lost races to each other (certification conflicts %d, BF aborts %d) and the guard retried them as contention",
+            certAfter[0] - certBefore[0], certAfter[1] - certBefore[1])
+        .isPositive();
+    List<List<List<String>>> ledgers = readOnEveryNode(
+        "SELECT route, dedup_key, status, entity_id, event, from_state, to_state, attempts FROM og_ledger ORDER BY route, dedup_key");
+    List<List<List<String>>> entities = readOnEveryNode(
+        "SELECT machine, entity_id, state, version, pending_key FROM og_entity ORDER BY machine, entity_id");
+    assertThat(ledgers.get(0)).as("ledger rows").isNotEmpty();
+    assertThat(ledgers).as("the ledger read on each node").allSatisfy(l -> assertThat(l).isEqualTo(ledgers.get(0)));
+    assertThat(entities).as("the entities read on each node").allSatisfy(e -> assertThat(e).isEqualTo(entities.get(0)));
+  }
+
+  /**
+   * What a certification conflict looks like through Connector/J, and that the store's
+   * classification makes it contention: a transaction on node 2 has changed a row, the same row
+   * is changed and committed on node 1 meanwhile, and node 2's COMMIT is refused (1213).
+   */
+  @org.junit.jupiter.api.Test
+  void writeConflictBetweenNodes_failsAtCommitWith1213_andIsContention() throws Exception {
+    readOnEveryNode("SELECT 1"); // every node synced before the row is created
+    String id = "cert-" + UUID.randomUUID().toString().substring(0, 8);
+    try (Connection one = connect(nodes.get(0)); Statement st = one.createStatement();
+        Db two = new Db(nodes.get(1).config().mysql())) {
+      st.executeUpdate("INSERT INTO og_entity (machine, entity_id, state, version, updated_at) VALUES ('order', '" + id + "', 'paid', 1, 0)");
+      readOnEveryNode("SELECT 1"); // node 2 has the row
+      CountDownLatch updatedOnTwo = new CountDownLatch(1);
+      CountDownLatch committedOnOne = new CountDownLatch(1);
+      var onTwo = two.inTransaction(c -> {
+        try (var ps = c.prepareStatement("UPDATE og_entity SET state = 'to_ship', version = 2 WHERE machine = 'order' AND entity_id = ?")) {
+          ps.setString(1, id);
+          ps.executeUpdate();
+        }
+        updatedOnTwo.countDown();
+        try {
+          committedOnOne.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return null;
+      });
+      assertThat(updatedOnTwo.await(10, TimeUnit.SECONDS)).isTrue();
+      st.executeUpdate("UPDATE og_entity SET state = 'cancelled', version = 2 WHERE machine = 'order' AND entity_id = '" + id + "'");
+      committedOnOne.countDown();
+      Throwable failure = org.assertj.core.api.Assertions.catchThrowable(() -> onTwo.get(20, TimeUnit.SECONDS));
+      assertThat(failure).as("node 2's transaction").isNotNull();
+      Throwable mapped = failure.getCause();
+      SQLException driver = (SQLException) mapped.getCause();
+      System.out.printf("[GaleraIT] write conflict between nodes, as the driver reports it: %s, error %d, SQLState %s: %s%n",
+          driver.getClass().getName(), driver.getErrorCode(), driver.getSQLState(), driver.getMessage());
+      assertThat(mapped).as("the store's classification of %s", driver).isInstanceOf(ContentionException.class);
+      assertThat(driver.getErrorCode()).isEqualTo(1213);
+      assertThat(readOnEveryNode("SELECT state FROM og_entity WHERE entity_id = '" + id + "'"))
+          .as("node 1's write won everywhere").containsOnly(List.of(List.of("cancelled")));
+    }
+  }
+
+  static Connection connect(Node n) throws SQLException {
+    return DriverManager.getConnection("jdbc:mariadb://127.0.0.1:" + n.port() + "/" + DATABASE + "?sessionVariables=wsrep_sync_wait=1",
+        "root", "");
+  }
+
+  /** A guard with a store of its own on node {@code n}, as a sidecar connected to that node has; closing it closes the store. */
+  static Guard guard(Node n, String role) {
+    MysqlGuardStore store = new MysqlGuardStore(new Db(n.config().mysql()), n.config().mysql().tablePrefix(),
+        MysqlGuardStore.groupSlots(n.config().mysql().poolSize()));
+    return new Guard(store, IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM,
+        n.name() + "-" + role + "-" + UUID.randomUUID().toString().substring(0, 8));
+  }
+
+  static String order(String id, String event, String messageId) {
+    return "{\"order_id\":\"" + id + "\",\"event\":\"" + event + "\",\"message_id\":\"" + messageId + "\"}";
+  }
+
+  /**
+   * Claims until the verdict is final ({@link ClaimLoop}): a busy entity or a transition this node
+   * has not seen yet is waited for, contention that got past the guard's retries is retried at
+   * once, and a store outage is recorded (the pipeline would pause) and thrown.
+   */
+  static Verdict decide(Guard g, String routeName, String json, Tally t) throws InterruptedException {
+    RouteConfig route = nodes.get(0).config().routes().stream().filter(r -> r.name().equals(routeName)).findFirst().orElseThrow();
+    var event = ((Extraction.Ok) new Extractor(route, nodes.get(0).config().machines().get(route.machine()))
+        .extract(null, json.getBytes(StandardCharsets.UTF_8), new RecordHeaders())).event();
+    Source source = new Source(route.topics().get(0), 0, offsets.incrementAndGet());
+    try {
+      return ClaimLoop.decide(g, route, event, source, 30_000, t.contentionSurfaced::incrementAndGet);
+    } catch (CompletionException e) {
+      t.outages.add(String.valueOf(e.getCause()));
+      throw e;
+    }
+  }
+
+  /** Certification failures and brute-force aborts, summed over the nodes. */
+  static long[] certificationConflicts() throws SQLException {
+    long[] sum = new long[2];
+    for (List<List<String>> rows : readOnEveryNode("SELECT variable_name, variable_value FROM information_schema.global_status"
+        + " WHERE variable_name IN ('WSREP_LOCAL_CERT_FAILURES', 'WSREP_LOCAL_BF_ABORTS')")) {
+      for (List<String> row : rows) {
+        sum[row.get(0).equalsIgnoreCase("WSREP_LOCAL_CERT_FAILURES") ? 0 : 1] += Long.parseLong(row.get(1));
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * The rows of {@code sql} as read on each node, after the node has applied every write the
+   * cluster committed before the read ({@code wsrep_sync_wait}): the nodes' views, not their lag.
+   */
+  static List<List<List<String>>> readOnEveryNode(String sql) throws SQLException {
+    List<List<List<String>>> out = new ArrayList<>();
+    for (Node n : nodes) {
+      try (Connection c = connect(n);
+          Statement st = c.createStatement();
+          ResultSet r = st.executeQuery(sql)) {
+        List<List<String>> rows = new ArrayList<>();
+        while (r.next()) {
+          List<String> row = new ArrayList<>();
+          for (int i = 1; i <= r.getMetaData().getColumnCount(); i++) {
+            row.add(String.valueOf(r.getObject(i)));
+          }
+          rows.add(row);
+        }
+        out.add(rows);
+      }
+    }
+    return out;
+  }
+}
