@@ -39,6 +39,7 @@ public final class KafkaSupport implements AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
   private final String bootstrap;
+  private final short replicationFactor;
   private final Admin admin;
   private final List<String> created = new ArrayList<>();
 
@@ -47,7 +48,13 @@ public final class KafkaSupport implements AutoCloseable {
   }
 
   public KafkaSupport(String bootstrap) {
+    this(bootstrap, (short) 1);
+  }
+
+  /** Topics it creates get {@code replicationFactor} replicas (3 on the local cluster stack). */
+  public KafkaSupport(String bootstrap, short replicationFactor) {
     this.bootstrap = bootstrap;
+    this.replicationFactor = replicationFactor;
     this.admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
   }
 
@@ -62,7 +69,7 @@ public final class KafkaSupport implements AutoCloseable {
 
   /** Creates exactly {@code name} (deleted on close) and waits until it exists. */
   public String createTopicNamed(String name, int partitions) {
-    get(admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all());
+    get(admin.createTopics(List.of(new NewTopic(name, partitions, replicationFactor))).all());
     created.add(name);
     return name;
   }

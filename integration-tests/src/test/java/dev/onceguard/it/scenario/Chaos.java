@@ -30,12 +30,20 @@ import org.apache.kafka.common.TopicPartition;
  * (in the test JVM: a hung handler, which the sidecar sees as a SIGSTOPped process — the TCP
  * connection stays up and nothing answers), one sidecar's link to MySQL slowed or cut (a relay),
  * the private Redis killed and restarted empty, and the Kafka broker killed with kill -9 and
- * restarted on its data ({@code scripts/stack.sh kafka-kill|kafka-start}).
+ * restarted on its data ({@code scripts/stack.sh kafka-kill|kafka-start}); on the local cluster
+ * stack ({@code scripts/cluster.sh}) instead one of three brokers or one of three Galera nodes
+ * killed and restarted on its data.
  */
 final class Chaos implements AutoCloseable {
   /** What can go wrong. */
   enum Kind {
-    SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW, BUSINESS_HUNG, MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART, KAFKA_RESTART
+    SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW, BUSINESS_HUNG, MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART,
+    /** The single broker of {@code scripts/stack.sh}. */
+    KAFKA_RESTART,
+    /** One of the three brokers of the local cluster stack (sometimes the controller or a partition's leader). */
+    BROKER_RESTART,
+    /** One of the three Galera nodes (a sidecar connected to it pauses until it is back). */
+    GALERA_RESTART
   }
 
   /**
@@ -56,6 +64,7 @@ final class Chaos implements AutoCloseable {
   private final RedisProcess redis;
   private final ScenarioEnv env;
   private final Path stackScript;
+  private final dev.onceguard.it.ClusterScript cluster;
   private final List<Kind> kinds;
   private final Consumer<String> log;
   private final long startNanos = System.nanoTime();
@@ -73,20 +82,29 @@ final class Chaos implements AutoCloseable {
    * @param plan faults to inject first, in this order, each entry at once (kinds the machine
    *     cannot inject are left out); then faults at random
    */
+  /**
+   * @param stackScript {@code scripts/stack.sh} when the broker is its single broker, else null
+   * @param cluster the local cluster stack (Kafka and Galera) the run uses, else null
+   */
   Chaos(long seed, List<List<Kind>> plan, Fleet fleet, RecordingBusiness business, RedisProcess redis, ScenarioEnv env, Path stackScript,
-      Consumer<String> log) {
+      dev.onceguard.it.ClusterScript cluster, Consumer<String> log) {
     this.random = new Random(seed);
     this.fleet = fleet;
     this.business = business;
     this.redis = redis;
     this.env = env;
     this.stackScript = stackScript;
+    this.cluster = cluster;
     this.log = log;
     List<Kind> k = new ArrayList<>(List.of(Kind.values()));
     if (stackScript == null) {
       k.remove(Kind.KAFKA_RESTART);
-      log.accept("chaos: the broker is not this checkout's (no scripts/stack.sh broker): no KAFKA_RESTART");
     }
+    if (cluster == null) {
+      k.remove(Kind.BROKER_RESTART);
+      k.remove(Kind.GALERA_RESTART);
+    }
+    log.accept("chaos: faults " + k);
     this.kinds = List.copyOf(k);
     this.plan = new java.util.ArrayDeque<>();
     for (List<Kind> step : plan) {
@@ -244,6 +262,12 @@ final class Chaos implements AutoCloseable {
         pending.add(() -> stack("kafka-start"));
         return "Kafka broker killed (kill -9, restarted on its data)";
       }
+      case BROKER_RESTART, GALERA_RESTART -> {
+        String node = (k == Kind.BROKER_RESTART ? "kafka-" : "galera-") + (1 + random.nextInt(3));
+        cluster.kill(node);
+        pending.add(() -> cluster.start(node));
+        return node + " killed (kill -9, restarted on its data)";
+      }
       default -> throw new IllegalStateException(k.name());
     }
   }
@@ -338,13 +362,14 @@ final class Chaos implements AutoCloseable {
     private final List<SidecarProcess> processes = new ArrayList<>();
     private final List<Integer> starts = new ArrayList<>();
 
-    Fleet(ScenarioEnv env, RecordingBusiness business, String name, int size) throws InterruptedException {
+    /** @param mysqlPorts MySQL servers on loopback: sidecar {@code i} reaches the {@code i % n}-th (a Galera node each) */
+    Fleet(ScenarioEnv env, RecordingBusiness business, String name, int size, List<Integer> mysqlPorts) throws InterruptedException {
       this.env = env;
       this.target = business.target();
       this.name = name;
       try {
         for (int i = 0; i < size; i++) {
-          gates.add(new TcpGate(dev.onceguard.it.ItEnv.mysqlHost(), dev.onceguard.it.ItEnv.mysqlPort()));
+          gates.add(new TcpGate(dev.onceguard.it.ItEnv.mysqlHost(), mysqlPorts.get(i % mysqlPorts.size())));
           processes.add(null);
           starts.add(0);
           restart(i);

@@ -2,6 +2,9 @@ package dev.onceguard.it.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.onceguard.it.ClusterScript;
+import dev.onceguard.it.ItEnv;
+import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.RedisProcess;
 import dev.onceguard.it.scenario.Chaos.Injection;
@@ -40,26 +43,32 @@ class ChaosIT {
   static final int LINES = Integer.getInteger("chaos.lines", 500);
   /**
    * Injected first in every round, so that even the short run meets each kind of fault once: a
-   * broker killed, a sidecar killed while another's MySQL link is cut, Redis lost while the
-   * business hangs, a sidecar stopped while another's MySQL link is slow, a slow business.
+   * broker killed (the single one, or one of the cluster's three), a sidecar killed while a MySQL
+   * link is cut, a Galera node killed while the business hangs, Redis lost while a sidecar is
+   * stopped, a slow MySQL link and a slow business. Kinds the stack in use cannot inject are left out.
    */
-  static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT),
-      List.of(Kind.REDIS_RESTART, Kind.BUSINESS_HUNG), List.of(Kind.SIDECAR_SIGTERM, Kind.MYSQL_SLOW), List.of(Kind.BUSINESS_SLOW));
+  static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.BROKER_RESTART),
+      List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT), List.of(Kind.GALERA_RESTART, Kind.BUSINESS_HUNG),
+      List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW));
   static final int PARTITIONS = 4;
+  /** On the local cluster stack (3 brokers, 3 Galera nodes; each sidecar on its own node), else on the single-node stack. */
+  static final boolean CLUSTER = Boolean.parseBoolean(System.getProperty("chaos.cluster", "true"));
 
   /** One finished round. */
   record Round(int number, long seed, Result result, List<Injection> injections, double seconds) {}
 
   @Test
   void randomFaultsFromASeed_historyCheckedAfterEachRound() throws Exception {
-    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round (re-run: make chaos CHAOS_SEED=%d)%n", SEED,
-        SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, SEED);
+    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round, %s (re-run: make chaos CHAOS_SEED=%d)%n", SEED,
+        SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, CLUSTER ? "cluster stack" : "single-node stack", SEED);
     Random seeds = new Random(SEED);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
     List<Round> rounds = new ArrayList<>();
-    do {
-      rounds.add(round(rounds.size() + 1, seeds.nextLong()));
-    } while (System.nanoTime() < deadline);
+    try (ClusterScript cluster = CLUSTER ? ClusterScript.up("kafka", "galera") : null) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
+      do {
+        rounds.add(round(rounds.size() + 1, seeds.nextLong(), cluster));
+      } while (System.nanoTime() < deadline);
+    }
     String report = report(rounds);
     System.out.println(report);
     Path out = Path.of("target", "chaos", "report.md");
@@ -70,16 +79,21 @@ class ChaosIT {
     assertThat(all).as("faults injected").isNotEmpty();
   }
 
-  private static Round round(int number, long seed) throws Exception {
+  private static Round round(int number, long seed, ClusterScript cluster) throws Exception {
     OrderScenario scenario = OrderScenario.generate(Settings.of(LINES, PARTITIONS, seed));
     long t0 = System.nanoTime();
+    List<Integer> mysqlPorts = cluster == null ? List.of(ItEnv.mysqlPort())
+        : cluster.list("ONCEGUARD_CLUSTER_MYSQL_PORTS").stream().map(Integer::parseInt).toList();
+    KafkaSupport kafka = cluster == null ? new KafkaSupport() : new KafkaSupport(cluster.env("ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP"), (short) 3);
     try (RedisProcess redis = RedisProcess.start();
-        ScenarioEnv env = new ScenarioEnv("ChaosIT-" + number, PARTITIONS).redisUri(redis.uri());
+        ScenarioEnv env = new ScenarioEnv("ChaosIT-" + number, PARTITIONS, kafka, new Mysql(ItEnv.mysqlHost(), mysqlPorts.get(0)))
+            .redisUri(redis.uri());
         RecordingBusiness business = RecordingBusiness.start();
-        Chaos.Fleet fleet = new Chaos.Fleet(env, business, "chaos-r" + number, INSTANCES)) {
+        Chaos.Fleet fleet = new Chaos.Fleet(env, business, "chaos-r" + number, INSTANCES, mysqlPorts)) {
       ScenarioDriver driver = new ScenarioDriver(scenario, env, business);
       System.out.printf("ChaosIT round %d: seed %d%n", number, seed);
-      Chaos chaos = new Chaos(seed, PLAN, fleet, business, redis, env, Chaos.stackScriptOwningTheBroker(), driver::log);
+      Chaos chaos = new Chaos(seed, PLAN, fleet, business, redis, env, cluster == null ? Chaos.stackScriptOwningTheBroker() : null, cluster,
+          driver::log);
       chaos.start();
       try {
         driver.run();
@@ -102,8 +116,9 @@ class ChaosIT {
   static String report(List<Round> rounds) {
     StringBuilder sb = new StringBuilder();
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
-    sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round.%n%n", SEED,
-        rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES));
+    sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round, %s.%n%n", SEED,
+        rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES,
+        CLUSTER ? "local cluster stack (3 KRaft brokers, 3 Galera nodes)" : "single-node stack"));
     sb.append("| fault | injected | held ms (median) | caught up after the heal, ms (median / max) | after the injection, ms (median / max) |\n"
         + "|---|---:|---:|---:|---:|\n");
     Map<Kind, Integer> counts = Chaos.counts(all);

@@ -17,7 +17,12 @@ final class Mysql implements AutoCloseable {
   private final Db db;
 
   Mysql() {
-    this.db = new Db(new MysqlConfig(ItEnv.mysqlHost(), ItEnv.mysqlPort(), ItEnv.mysqlDatabase(), ItEnv.mysqlUser(),
+    this(ItEnv.mysqlHost(), ItEnv.mysqlPort());
+  }
+
+  /** Another server with the stack's credentials (a node of the local Galera cluster, say). */
+  Mysql(String host, int port) {
+    this.db = new Db(new MysqlConfig(host, port, ItEnv.mysqlDatabase(), ItEnv.mysqlUser(),
         ItEnv.mysqlPassword(), "og_", 2, false, Duration.ofDays(1)));
   }
 

@@ -33,10 +33,15 @@ final class ScenarioEnv implements AutoCloseable {
   private String redisUri = ItEnv.redisUri();
 
   ScenarioEnv(String name, int partitions) {
+    this(name, partitions, new KafkaSupport(), new Mysql());
+  }
+
+  /** On other services than the stack's (the local cluster stack): the env closes both. */
+  ScenarioEnv(String name, int partitions, KafkaSupport kafka, Mysql mysql) {
     this.name = name;
     this.partitions = partitions;
-    this.kafka = new KafkaSupport();
-    this.mysql = new Mysql();
+    this.kafka = kafka;
+    this.mysql = mysql;
     try {
       String suffix = ItEnv.uniqueSuffix();
       for (String r : OrderScenario.ROUTES) {

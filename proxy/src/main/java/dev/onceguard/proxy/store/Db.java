@@ -343,8 +343,21 @@ public final class Db implements AutoCloseable {
     }
     String what = e instanceof SQLTimeoutException
         ? "MySQL did not answer within " + WORK_TIMEOUT.toSeconds() + "s: " + e.getMessage()
-        : "MySQL failed: " + e;
+        : "MySQL failed: " + withCauses(e);
     return new StoreUnavailableException(what, e);
+  }
+
+  /**
+   * {@code e} and the causes under it: the driver wraps the server's answer ("Initialization
+   * command fail" around the error of the failing statement, say), and an operator needs the latter.
+   */
+  static String withCauses(Throwable e) {
+    StringBuilder sb = new StringBuilder(String.valueOf(e));
+    int depth = 0;
+    for (Throwable c = e.getCause(); c != null && c != e && depth < 4; c = c.getCause(), depth++) {
+      sb.append("; caused by ").append(c);
+    }
+    return sb.toString();
   }
 
   static final int ER_DUP_ENTRY = 1062;
