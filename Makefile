@@ -6,6 +6,7 @@
 #   make demo        build, stack up, scripts/demo.sh, stack down (always)
 #   make bench       build, stack up, the benchmark (BENCH_ARGS), stack down (always)
 #   make bench-quick the same, shorter (BENCH_QUICK_ARGS; SeedBench --quick)
+#   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make clean       stack down, mvn clean, remove .stack/
@@ -19,7 +20,7 @@ ROOT  := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STACK := $(ROOT)/scripts/stack.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick stack-up stack-down clean
+.PHONY: build test demo bench bench-quick soak stack-up stack-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -91,6 +92,28 @@ bench: build
 
 bench-quick: build
 	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))
+
+# make soak: the sidecar (packaged jar, own process) under steady load with duplicates while a
+# private redis-server is killed and restarted; fails on memory growth or on a fact lost or
+# delivered twice. Writes integration-tests/target/soak/{summary.txt,memory.png,samples.csv}.
+# `make test` runs the same SoakIT for 60 s. e.g. make soak SOAK_SECONDS=300 SOAK_RATE=80
+SOAK_SECONDS ?= 900
+SOAK_RATE ?= 40
+SOAK_SEED ?= 20261201
+
+soak:
+	@start=$$(date +%s); rc=0; trap : INT TERM; \
+	cd "$(ROOT)"; \
+	"$(STACK)" up || rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl proto,proxy,client-java,integration-tests \
+	      -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=SoakIT -Dfailsafe.failIfNoSpecifiedTests=false \
+	      -Dsoak.seconds=$(SOAK_SECONDS) -Dsoak.rate=$(SOAK_RATE) -Dsoak.seed=$(SOAK_SEED) ) || rc=$$?; \
+	  cat integration-tests/target/soak/summary.txt 2>/dev/null; \
+	fi; \
+	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
+	echo "[make] soak finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
+	exit $$rc
 
 stack-up:
 	"$(STACK)" up
