@@ -25,8 +25,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The soak: the packaged sidecar as its own process on a route with a machine, fed at a steady
  * rate with a seeded mix of new facts (order lines walking create → pay → prepare → ship →
- * deliver) and re-sent duplicates, while a private redis-server (its own port; the machine's
- * Redis on 6379 is not touched) is killed and restarted periodically. The sidecar's RSS,
+ * deliver, some starting with a swapped pair) and re-sent duplicates, while a private
+ * redis-server (its own port; the machine's Redis on 6379 is not touched) is killed and
+ * restarted periodically. The sidecar's RSS,
  * heap-after-full-GC and number of exported metric series are sampled throughout; the run fails
  * on growth beyond {@link SoakReport}'s bounds, and unless every distinct fact reached the
  * business exactly once, nothing was escalated and every partition was committed to its end.
@@ -44,7 +45,11 @@ class SoakIT {
   private final long seed = Long.getLong("soak.seed", 20261201L);
   private final Path out = Path.of(System.getProperty("soak.out", "target/soak"));
 
-  /** The seeded mix: about a fifth of the records re-send an earlier fact under a new message id. */
+  /**
+   * The seeded mix: about a fifth of the records re-send an earlier fact under a new message id;
+   * one new line in ten arrives swapped (pay, then create), so the pay parks as an early arrival
+   * and the create heals it through the reorder window.
+   */
   private static final class Load {
     final Random random;
     final OneRouteEnv env;
@@ -55,6 +60,8 @@ class SoakIT {
     int lines;
     long produced;
     long duplicates;
+    long swapped;
+    private ProducerRecord<byte[], byte[]> held;
 
     Load(long seed, OneRouteEnv env) {
       this.random = new Random(seed);
@@ -63,6 +70,11 @@ class SoakIT {
 
     ProducerRecord<byte[], byte[]> next() {
       produced++;
+      if (held != null) {
+        ProducerRecord<byte[], byte[]> r = held;
+        held = null;
+        return r;
+      }
       if (!recent.isEmpty() && random.nextInt(5) == 0) {
         String[] f = recent.get(random.nextInt(recent.size()));
         duplicates++;
@@ -73,6 +85,14 @@ class SoakIT {
         line = "L-" + lines++;
         active.add(line);
         nextStep.put(line, 0);
+        if (random.nextInt(10) == 0) {
+          swapped++;
+          nextStep.put(line, 2);
+          remember(line, "create");
+          remember(line, "pay");
+          held = env.record(line, "create", "m-" + produced + "-c");
+          return env.record(line, "pay", "m-" + produced);
+        }
       } else {
         line = active.get(random.nextInt(active.size()));
       }
@@ -82,13 +102,17 @@ class SoakIT {
         nextStep.remove(line);
       }
       String event = LIFE[step];
+      remember(line, event);
+      return env.record(line, event, "m-" + produced);
+    }
+
+    private void remember(String line, String event) {
       facts.add(line + "/" + event);
       if (recent.size() < 2_000) {
         recent.add(new String[] {line, event});
       } else {
         recent.set(random.nextInt(recent.size()), new String[] {line, event});
       }
-      return env.record(line, event, "m-" + produced);
     }
   }
 
@@ -156,9 +180,9 @@ class SoakIT {
           SoakReport.Judgement j = SoakReport.judge(report.points(), seconds);
           String header = String.format(Locale.ROOT, """
               soak: %d s of load at %d records/s, seed %d, Redis killed every %d s for %d s
-              records produced: %d (%d re-sent duplicates), distinct facts: %d over %d order lines
+              records produced: %d (%d re-sent duplicates, %d lines starting pay-before-create), distinct facts: %d over %d lines
               business calls: %d (OK: %d); drained %.1f s after the load ended
-              """, seconds, rate, seed, restartEveryMs / 1000, redisDownMs / 1000, load.produced, load.duplicates, load.facts.size(),
+              """, seconds, rate, seed, restartEveryMs / 1000, redisDownMs / 1000, load.produced, load.duplicates, load.swapped, load.facts.size(),
               load.lines, business.calls().size(), business.okDeliveries().size(), drainSeconds);
           report.write(out, header, j);
           System.out.println(java.nio.file.Files.readString(out.resolve("summary.txt")));
