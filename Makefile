@@ -7,6 +7,7 @@
 #   make bench       build, stack up, the benchmark (BENCH_ARGS), stack down (always)
 #   make bench-quick the same, shorter (BENCH_QUICK_ARGS; SeedBench --quick)
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
+#   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
@@ -24,7 +25,7 @@ STACK := $(ROOT)/scripts/stack.sh
 CLUSTER := $(ROOT)/scripts/cluster.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick chaos stack-up stack-down cluster-up cluster-down clean
+.PHONY: build test demo bench bench-quick chaos soak stack-up stack-down cluster-up cluster-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -97,15 +98,17 @@ bench: build
 bench-quick: build
 	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))
 
-# make chaos: rounds of the order scenario with sidecar processes while faults are injected at
-# random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;
-# CHAOS_SEED=<seed> injects the same faults in the same order again. Report:
-# integration-tests/target/chaos/report.md.
+# make chaos: rounds of the order scenario with sidecar processes on the local cluster stack
+# (3 KRaft brokers, 3 Galera nodes) while faults are injected at random (ChaosIT; one short
+# fixed-seed round of it runs in make test). The seed is printed; CHAOS_SEED=<seed> injects the
+# same faults in the same order again. Report: integration-tests/target/chaos/report.md.
+# CHAOS_CLUSTER=false runs it on the single-node stack instead.
 CHAOS_SECONDS ?= 600
 ifeq ($(origin CHAOS_SEED),undefined)
 CHAOS_SEED := $(shell date +%s)
 endif
 CHAOS_INSTANCES ?= 3
+CHAOS_CLUSTER ?= true
 chaos: build
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; \
@@ -113,10 +116,34 @@ chaos: build
 	if [ $$rc -eq 0 ]; then \
 	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests -Dit.test=ChaosIT -Dtest=none \
 	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
-	    -Dchaos.seconds=$(CHAOS_SECONDS) -Dchaos.seed=$(CHAOS_SEED) -Dchaos.instances=$(CHAOS_INSTANCES) ) || rc=$$?; \
+	    -Dchaos.seconds=$(CHAOS_SECONDS) -Dchaos.seed=$(CHAOS_SEED) -Dchaos.instances=$(CHAOS_INSTANCES) \
+	    -Dchaos.cluster=$(CHAOS_CLUSTER) ) || rc=$$?; \
+	  cat integration-tests/target/chaos/report.md 2>/dev/null; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
 	echo "[make] chaos (seed $(CHAOS_SEED)) finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
+	exit $$rc
+
+# make soak: the sidecar (packaged jar, own process) under steady load with duplicates while a
+# private redis-server is killed and restarted; fails on memory growth or on a fact lost or
+# delivered twice. Writes integration-tests/target/soak/{summary.txt,memory.png,samples.csv}.
+# `make test` runs the same SoakIT for 60 s. e.g. make soak SOAK_SECONDS=300 SOAK_RATE=80
+SOAK_SECONDS ?= 900
+SOAK_RATE ?= 40
+SOAK_SEED ?= 20261201
+
+soak:
+	@start=$$(date +%s); rc=0; trap : INT TERM; \
+	cd "$(ROOT)"; \
+	"$(STACK)" up || rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl proto,proxy,client-java,integration-tests \
+	      -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=SoakIT -Dfailsafe.failIfNoSpecifiedTests=false \
+	      -Dsoak.seconds=$(SOAK_SECONDS) -Dsoak.rate=$(SOAK_RATE) -Dsoak.seed=$(SOAK_SEED) ) || rc=$$?; \
+	  cat integration-tests/target/soak/summary.txt 2>/dev/null; \
+	fi; \
+	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
+	echo "[make] soak finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
 	exit $$rc
 
 stack-up:

@@ -51,12 +51,22 @@ final class OneRouteEnv implements AutoCloseable {
 
   /** The same with another {@code entity-id} (YAML: one source, or a list of them). */
   SidecarConfig configWithEntity(String entityId, String target, String... routeExtra) {
+    return new ConfigReader(Map.of()).parse(yaml(entityId, target, ItEnv.redisUri(), RecordingBusiness.freePort(), "", routeExtra),
+        group);
+  }
+
+  /**
+   * The YAML of {@link #configWithEntity}, as a sidecar process reads it, with the given Redis and
+   * gRPC port; {@code sidecarExtra} goes into the {@code sidecar} map (e.g.
+   * {@code ", admin-listen: 127.0.0.1:9401"}).
+   */
+  String yaml(String entityId, String target, String redisUri, int grpcPort, String sidecarExtra, String... routeExtra) {
     StringBuilder extra = new StringBuilder();
     for (String s : routeExtra) {
       extra.append("    ").append(s).append('\n');
     }
-    return new ConfigReader(Map.of()).parse("""
-        sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms}
+    return """
+        sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms%s}
         kafka: {bootstrap-servers: %s}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
         redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms}
@@ -73,9 +83,9 @@ final class OneRouteEnv implements AutoCloseable {
             target: %s
             escalation-topic: %s
             verdict-topic: %s
-        %s""".formatted(group, RecordingBusiness.freePort(), kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
-        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, ItEnv.redisUri(), database,
-        OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra), group);
+        %s""".formatted(group, grpcPort, sidecarExtra, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
+        ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, redisUri, database,
+        OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra);
   }
 
   /** A record of {@link #topic}: the line is the Kafka key, so a line's events share a partition. */

@@ -1,6 +1,8 @@
 package dev.onceguard.proxy.extract;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -50,6 +52,12 @@ import org.apache.kafka.common.header.Headers;
  * is {@link Reason#MISSING_FIELD}, like an absent one: an empty {@code order_id} names no order, and
  * two such records must not become one entity {@code ''} or one dedup key.
  *
+ * <p><b>One reading only.</b> JSON read for fields must be strict UTF-8 without duplicate object
+ * keys, and a field may not hold an unpaired surrogate escape; otherwise the record is
+ * {@link Reason#MALFORMED}. Each of these has more than one reading (a lenient decoder, a
+ * first-wins parser, a {@code ?} for the surrogate), so the business could apply another order
+ * than the one deduplicated, or two byte strings could share one key.
+ *
  * <p><b>Fingerprint.</b> With {@code fingerprint} fields configured: their canonical encoding (a
  * missing one is recorded as absent). Otherwise the whole value: JSON objects canonicalised with
  * the {@code fingerprint-exclude} pointers removed, anything else byte for byte. Headers and the
@@ -57,8 +65,13 @@ import org.apache.kafka.common.header.Headers;
  * message id is excluded.
  */
 public final class Extractor {
-  /** Decimals as BigDecimal: {@code 1.10} must not collapse to {@code 1.1} in a key or fingerprint. */
+  /**
+   * Decimals as BigDecimal: {@code 1.10} must not collapse to {@code 1.1} in a key or fingerprint.
+   * A duplicate object key is an error: parsers disagree on which copy counts (Jackson keeps the
+   * last, others the first), so the business could apply another order than the one deduplicated.
+   */
   private static final ObjectMapper JSON = JsonMapper.builder()
+      .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
       .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
       .nodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true))
       .build();
@@ -236,7 +249,7 @@ public final class Extractor {
   }
 
   private static String abbreviate(String s) {
-    return s.length() > 64 ? s.substring(0, 64) + "…" : s;
+    return s.codePointCount(0, s.length()) > 64 ? s.substring(0, s.offsetByCodePoints(0, 64)) + "…" : s;
   }
 
   /** The record with its value (and key) parsed lazily, once. */
@@ -266,16 +279,26 @@ public final class Extractor {
     }
 
     private JsonNode parseJson(byte[] bytes, String what) throws IOException {
+      // Jackson decodes overlong forms and encoded surrogates without a word: "o\xC0\xAD1" would be
+      // read as "o-1", one entity and dedup key for two different byte strings
+      int bad = Utf8.firstInvalid(bytes);
+      if (bad >= 0) {
+        throw new IOException("record " + what + " is not valid JSON: not valid UTF-8 (byte " + bad + ")");
+      }
       try {
         JsonNode n = JSON.readTree(bytes);
         if (n == null || n.isMissingNode()) {
           throw new IOException("record " + what + " is empty, expected JSON");
         }
         return n;
+      } catch (StreamConstraintsException e) {
+        // a parser limit (nesting depth, number or string length): its message names the limit only
+        throw new IOException("record " + what + " is not valid JSON: " + e.getOriginalMessage(), e);
       } catch (JsonProcessingException e) {
         // the location only: Jackson's message may quote the payload, which must not reach logs
         var loc = e.getLocation();
-        throw new IOException("record " + what + " is not valid JSON"
+        String dup = e.getOriginalMessage() != null && e.getOriginalMessage().startsWith("Duplicate field") ? ": a duplicate key" : "";
+        throw new IOException("record " + what + " is not valid JSON" + dup
             + (loc == null ? "" : " (error at line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")"), e);
       }
     }
@@ -283,13 +306,13 @@ public final class Extractor {
     /** The field's canonical text, or {@code null} when absent or JSON null. */
     String read(FieldSource f) throws IOException {
       if (f instanceof FieldSource.ValuePointer vp) {
-        return text(valueJson.at(vp.pointer()));
+        return wellFormed(f, text(valueJson.at(vp.pointer())));
       }
       if (f instanceof FieldSource.Key k) {
         if (k.pointer().isEmpty()) {
           return key == null ? null : utf8(key, "record key");
         }
-        return text(keyJson.at(k.pointer()));
+        return wellFormed(f, text(keyJson.at(k.pointer())));
       }
       if (f instanceof FieldSource.Header h) {
         Header last = headers == null ? null : headers.lastHeader(h.header());
@@ -336,6 +359,18 @@ public final class Extractor {
       }
       return sha256(canonicalJson(copy).getBytes(StandardCharsets.UTF_8));
     }
+  }
+
+  /**
+   * A JSON escape may name half a surrogate pair ({@code "\\uD800"}), which has no UTF-8 form:
+   * encoding it gives {@code ?}, so two such ids would share one dedup key or one entity row.
+   */
+  private static String wellFormed(FieldSource f, String v) throws IOException {
+    if (v != null && Utf8.firstUnpairedSurrogate(v) >= 0) {
+      throw new IOException("field '" + f.name() + "' (" + f.spec() + ") holds an unpaired UTF-16 surrogate (a \\u escape"
+          + " without its pair), which has no UTF-8 form");
+    }
+    return v;
   }
 
   /**

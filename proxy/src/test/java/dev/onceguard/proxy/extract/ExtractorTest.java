@@ -33,7 +33,7 @@ class ExtractorTest {
       """;
 
   /** A sidecar config with the order machine and one route whose body is {@code routeYaml}. */
-  private static Extractor extractor(String routeYaml) {
+  static Extractor extractor(String routeYaml) {
     String yaml = """
         kafka:
           bootstrap-servers: 127.0.0.1:9092
