@@ -23,15 +23,25 @@ public final class RedisProcess implements AutoCloseable {
     this.log = log;
   }
 
-  /** Starts one and returns once it answers PING. */
+  /** Starts one (output in a temporary file) and returns once it answers PING. */
   public static RedisProcess start() {
     try {
-      RedisProcess r = new RedisProcess(RecordingBusiness.freePort(), Files.createTempFile("og-redis-", ".log"));
-      r.restart();
-      return r;
+      return start(Files.createTempFile("og-redis-", ".log"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** Starts one, its output appended to {@code log} across restarts, and returns once it answers PING. */
+  public static RedisProcess start(Path log) {
+    try {
+      Files.createDirectories(log.toAbsolutePath().getParent());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    RedisProcess r = new RedisProcess(RecordingBusiness.freePort(), log.toAbsolutePath());
+    r.restart();
+    return r;
   }
 
   public String uri() {
@@ -61,7 +71,7 @@ public final class RedisProcess implements AutoCloseable {
           "--appendonly", "no", "--dir", log.getParent().toString()))
           .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     } catch (IOException e) {
-      throw new UncheckedIOException("could not start redis-server (is it installed?)", e);
+      throw new UncheckedIOException("could not start redis-server (is it installed? scripts/stack.sh installs it)", e);
     }
     long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
     while (!answersPing()) {

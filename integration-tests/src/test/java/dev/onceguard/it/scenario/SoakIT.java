@@ -3,6 +3,7 @@ package dev.onceguard.it.scenario;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.it.RedisProcess;
 import dev.onceguard.it.RecordingBusiness.Reply;
 import dev.onceguard.v1.Delivery;
 import java.nio.file.Path;
@@ -125,8 +126,7 @@ class SoakIT {
     java.nio.file.Files.deleteIfExists(out.resolve("redis.log")); // appended to across restarts, not across runs
     try (OneRouteEnv env = new OneRouteEnv("soak", 3);
         RecordingBusiness business = RecordingBusiness.start().behave(d -> Reply.ok());
-        PrivateRedis redis = new PrivateRedis(RecordingBusiness.freePort(), out.resolve("redis.log"))) {
-      redis.start();
+        RedisProcess redis = RedisProcess.start(out.resolve("redis.log"))) {
       int grpcPort = RecordingBusiness.freePort();
       String admin = "127.0.0.1:" + RecordingBusiness.freePort();
       String yaml = env.yaml("/line_id", business.target(), redis.uri(), grpcPort, ", admin-listen: " + admin);
@@ -158,7 +158,7 @@ class SoakIT {
               redisBackAt = elapsed + redisDownMs;
               nextRestart += restartEveryMs;
             } else if (redisBackAt >= 0 && elapsed >= redisBackAt) {
-              redis.start();
+              redis.restart();
               redisBackAt = -1;
             }
             if (!sidecar.alive()) {
@@ -168,7 +168,7 @@ class SoakIT {
           }
           producer.flush();
           if (redisBackAt >= 0) {
-            redis.start();
+            redis.restart();
           }
           long loadEnded = System.nanoTime();
           awaitAllDelivered(business, load.facts, Duration.ofSeconds(120));
