@@ -4,6 +4,7 @@ import dev.onceguard.proxy.config.ConfigException;
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.Secrets;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
 import dev.onceguard.proxy.store.Db;
@@ -11,7 +12,6 @@ import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.time.Clock;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.URI;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -319,6 +319,11 @@ public final class Main implements Runnable {
 
     private static boolean storeUnavailable(Throwable e) {
       for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof dev.onceguard.proxy.store.JdbcTarget.TlsFailure) {
+          return false; // mysql.ssl-* do not match the server: waiting would not change that
+        }
+      }
+      for (Throwable t = e; t != null; t = t.getCause()) {
         if (t instanceof dev.onceguard.proxy.guard.StoreUnavailableException) {
           return true;
         }
@@ -392,7 +397,8 @@ public final class Main implements Runnable {
     sb.append("kafka: ").append(c.kafka().bootstrapServers()).append(", ").append(c.kafka().properties().size())
         .append(" extra properties\n");
     sb.append("mysql: ").append(c.mysql()).append('\n');
-    sb.append("redis: ").append(c.redis().enabled() ? withoutUserInfo(c.redis().uri()) : "disabled (no L1 cache)").append('\n');
+    sb.append("redis: ").append(c.redis().enabled() ? String.join(",", c.redis().uris().stream().map(Secrets::withoutUserInfo).toList())
+        + (c.redis().sslCa() == null ? "" : ", ssl-ca " + c.redis().sslCa()) : "disabled (no L1 cache)").append('\n');
     for (MachineConfig m : c.machines().values()) {
       sb.append("machine ").append(m.name()).append(": ").append(m.states().size()).append(" states, ")
           .append(m.events().size()).append(" events").append(m.cycles().isEmpty() ? "" : ", " + String.join("; ", m.cycles()))
@@ -410,15 +416,6 @@ public final class Main implements Runnable {
       }
     }
     return sb.toString();
-  }
-
-  static String withoutUserInfo(String uri) {
-    try {
-      URI u = URI.create(uri);
-      return u.getUserInfo() == null ? uri : uri.replace(u.getRawUserInfo() + "@", "***@");
-    } catch (IllegalArgumentException e) {
-      return "(unparseable uri)";
-    }
   }
 
   static final class Version implements CommandLine.IVersionProvider {
