@@ -215,6 +215,11 @@ final class Preflight {
         // not a Kafka that is away: waiting would not change the answer
         return "Kafka (" + config.kafka().bootstrapServers() + ") refused to describe the topics: " + cause.getMessage();
       }
+      if (cause instanceof org.apache.kafka.common.errors.AuthenticationException) {
+        // SASL credentials or the TLS handshake: the same answer on every attempt
+        return "Kafka (" + config.kafka().bootstrapServers() + ") refused the sidecar's authentication (check the sasl.* and ssl.* "
+            + "settings in kafka.properties): " + cause.getMessage();
+      }
       throw new IllegalStateException("Kafka (" + config.kafka().bootstrapServers() + "): " + error);
     }
     Map<String, Integer> existing = new LinkedHashMap<>(described.join());

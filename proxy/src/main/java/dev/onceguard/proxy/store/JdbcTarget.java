@@ -82,9 +82,11 @@ public final class JdbcTarget {
       if (tls.mode() == SslMode.DISABLE && e.getErrorCode() == ER_ACCESS_DENIED) {
         // MariaDB answers a plaintext login to a server with require_secure_transport this way.
         // Not a TlsFailure: a wrong password is the likelier cause, and it may be fixed meanwhile.
-        throw new SQLNonTransientConnectionException(e.getMessage() + " (mysql.ssl-mode is disable: if the server requires TLS "
-            + "(require_secure_transport), set mysql.ssl-mode and mysql.ssl-ca; else check mysql.user and mysql.password)",
-            e.getSQLState(), e.getErrorCode(), e);
+        SQLException hinted = new SQLNonTransientConnectionException(e.getMessage() + " (mysql.ssl-mode is disable: if the server "
+            + "requires TLS (require_secure_transport), set mysql.ssl-mode and mysql.ssl-ca; else check mysql.user and mysql.password)",
+            e.getSQLState(), e.getErrorCode());
+        hinted.addSuppressed(e); // not the cause: reports show a failure's root cause, which would drop the hint
+        throw hinted;
       }
       throw e;
     }
@@ -92,13 +94,15 @@ public final class JdbcTarget {
 
   /** What to check when {@code e} is about TLS; {@code null} when it is not. */
   private String tlsHint(SQLException e) {
-    String settings = "mysql.ssl-mode " + tls.mode().setting() + (tls.ca() == null ? "" : ", mysql.ssl-ca " + tls.ca());
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof javax.net.ssl.SSLException || t instanceof java.security.cert.CertificateException) {
-        return "TLS to MySQL failed (" + settings + "; verify-full also needs mysql.host to be a name in the server's certificate)";
-      }
-      if (t.getMessage() != null && t.getMessage().contains("SSL")) {
-        return "TLS to MySQL failed (" + settings + ")";
+      // the driver reports some certificate failures in its own words, without an SSLException
+      // ("Self signed certificates. Either set sslMode=trust, ...")
+      String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(java.util.Locale.ROOT);
+      if (t instanceof javax.net.ssl.SSLException || t instanceof java.security.cert.CertificateException
+          || m.contains("ssl") || m.contains("certificate")) {
+        return "TLS to MySQL failed (mysql.ssl-mode " + tls.mode().setting() + (tls.ca() == null ? "" : ", mysql.ssl-ca " + tls.ca())
+            + (tls.mode() == SslMode.VERIFY_FULL ? "; verify-full also needs mysql.host to be a name in the server's certificate" : "")
+            + ")";
       }
     }
     return null;
@@ -110,8 +114,9 @@ public final class JdbcTarget {
   public static final class TlsFailure extends SQLNonTransientConnectionException {
     private static final long serialVersionUID = 1L;
 
-    TlsFailure(String message, SQLException cause) {
-      super(message, cause.getSQLState(), cause.getErrorCode(), cause);
+    TlsFailure(String message, SQLException driver) {
+      super(message, driver.getSQLState(), driver.getErrorCode());
+      addSuppressed(driver); // not the cause: reports show a failure's root cause, which would drop the settings named here
     }
   }
 }
