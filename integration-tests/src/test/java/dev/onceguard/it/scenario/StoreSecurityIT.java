@@ -154,7 +154,6 @@ class StoreSecurityIT {
         redis:
           uri: rediss://:${file:%s}@127.0.0.1:%d
           ssl-ca: %s
-          timeout: 2s
         %s
         routes:
         %s""".formatted(grpcPort, kafka.saslSsl, s.jaas(), kafka.truststore, storePasswordFile, s.mysqlHost(), mysql.port,
@@ -244,7 +243,8 @@ class StoreSecurityIT {
 
       assertThat(wrongCa.exitCode()).as(wrongCa.output()).isEqualTo(1);
       assertThat(wrongCa.output()).contains("error: cannot start the guard")
-          .contains("TLS to MySQL failed (mysql.ssl-mode verify-full, mysql.ssl-ca " + otherCa);
+          .contains("): MySQL failed: TLS to MySQL failed (mysql.ssl-mode verify-full, mysql.ssl-ca " + otherCa)
+          .doesNotContain("waiting for MySQL");
 
       // the certificate names 127.0.0.1, not localhost: verify-full refuses, verify-ca accepts
       String wrongHost = yaml(Settings.good().mysql("localhost", "verify-full", ca), 0, database(), t, "127.0.0.1:9");

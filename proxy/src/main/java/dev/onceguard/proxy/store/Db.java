@@ -325,7 +325,7 @@ public final class Db implements AutoCloseable {
     }
     String what = e instanceof SQLTimeoutException
         ? "MySQL did not answer within " + WORK_TIMEOUT.toSeconds() + "s: " + e.getMessage()
-        : "MySQL failed: " + e;
+        : "MySQL failed: " + (e instanceof JdbcTarget.TlsFailure ? e.getMessage() : e);
     return new StoreUnavailableException(what, e);
   }
 

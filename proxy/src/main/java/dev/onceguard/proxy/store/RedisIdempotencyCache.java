@@ -47,6 +47,9 @@ import org.slf4j.LoggerFactory;
 public final class RedisIdempotencyCache implements IdempotencyCache {
   private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyCache.class);
 
+  /** The least time a connect may take (see the constructor). */
+  static final Duration CONNECT_BOUND = Duration.ofSeconds(2);
+
   private final RedisConfig cfg;
   private final Clock clock;
   private final Link link;
@@ -62,7 +65,10 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
     this.cfg = cfg;
     this.clock = clock;
-    List<RedisURI> uris = redisUris(cfg, cfg.timeout());
+    // lettuce bounds a whole (re)connect (TCP, TLS handshake, HELLO/AUTH) by the URI's timeout; at
+    // redis.timeout (200 ms) a TLS handshake on a busy host did not fit. Commands stay bounded by
+    // redis.timeout (TimeoutOptions below), and nothing waits for a connect (it runs on its own).
+    List<RedisURI> uris = redisUris(cfg, cfg.timeout().compareTo(CONNECT_BOUND) > 0 ? cfg.timeout() : CONNECT_BOUND);
     SslOptions ssl = sslOptions(cfg);
     this.link = cfg.cluster() ? Link.cluster(uris, cfg.timeout(), ssl) : Link.standalone(uris.get(0), cfg.timeout(), ssl);
     connectAsync();
