@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Local test stack for OnceGuard: MariaDB + Redis (shared, usually already running on the
 # machine), a private single-node KRaft Kafka broker per checkout (free ports, data under
-# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run
-# (installed from Debian's package if missing).
+# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run and the
+# openssl/mariadbd/redis-server binaries StoreSecurityIT runs (installed from Debian's packages if
+# missing).
 #
 #   scripts/stack.sh up                      start what is missing, write .stack/env
 #   scripts/stack.sh down                    stop the broker + whatever `up` started itself
@@ -421,6 +422,17 @@ prometheus_tools() {
   apt_install prometheus
 }
 
+# openssl, mariadbd + mariadb-install-db and redis-server, which StoreSecurityIT runs privately (a
+# TLS-only MariaDB and Redis of its own, certificates made with openssl): installed from Debian's
+# packages when missing. Nothing is started here.
+secure_store_tools() {
+  local missing=()
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  { [[ -x /usr/sbin/mariadbd ]] && command -v mariadb-install-db >/dev/null 2>&1; } || missing+=(mariadb-server)
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  [[ ${#missing[@]} -eq 0 ]] || apt_install "${missing[@]}"
+}
+
 # ----------------------------------------------------------------------------- commands
 
 cmd_up() {
@@ -429,6 +441,7 @@ cmd_up() {
   mariadb_up
   redis_up
   prometheus_tools
+  secure_store_tools
   kafka_up
   write_env
   log "up in $((SECONDS - t0))s; environment in $ENV_FILE:"
@@ -485,7 +498,7 @@ cmd_kafka_cli() {
 }
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
