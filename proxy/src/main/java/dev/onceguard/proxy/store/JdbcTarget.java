@@ -66,6 +66,18 @@ public final class JdbcTarget {
     return new JdbcTarget(url, props, tls);
   }
 
+  /** The JDBC URL: no password, no TLS option (for tests). */
+  String url() {
+    return url;
+  }
+
+  /** A copy of the driver properties (for tests). */
+  Properties properties() {
+    Properties copy = new Properties();
+    copy.putAll(props);
+    return copy;
+  }
+
   /**
    * A new connection. A TLS failure (handshake, certificate, host name) is thrown as
    * {@link TlsFailure}, its message naming the settings to check: it is a configuration problem,
