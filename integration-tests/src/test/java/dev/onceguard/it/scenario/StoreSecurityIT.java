@@ -44,6 +44,7 @@ class StoreSecurityIT {
   private static final String REDIS_PASSWORD = "SECRET-redis-" + RUN;
   private static final String SCRAM_PASSWORD = "SECRET-scram-" + RUN;
   private static final String STORE_PASSWORD = "SECRET-store-" + RUN;
+  private static final String CLIENT_KEY_PASSWORD = "SECRET-p12-" + RUN;
 
   @TempDir
   static Path dir;
@@ -57,6 +58,7 @@ class StoreSecurityIT {
   private static Path redisPasswordFile;
   private static Path jaasFile;
   private static Path storePasswordFile;
+  private static Path clientKeystore;
 
   /** Everything the sidecar printed in this test, searched for the secrets at the end. */
   private final List<String> outputs = new ArrayList<>();
@@ -69,6 +71,7 @@ class StoreSecurityIT {
     // the server's name is 127.0.0.1 only: "localhost" is a wrong host name for verify-full
     Path[] mysqlCert = pki.server(ca, "mysql-server", "IP:127.0.0.1");
     Path[] redisCert = pki.server(ca, "redis-server", "IP:127.0.0.1");
+    clientKeystore = pki.pkcs12(pki.server(ca, "mysql-client", "DNS:og-x509"), "mysql-client", CLIENT_KEY_PASSWORD);
     mysql = new PrivateMariadb(Files.createDirectories(dir.resolve("mariadb")), ca, mysqlCert[0], mysqlCert[1], MYSQL_PASSWORD);
     redis = new TlsRedis(Files.createDirectories(dir.resolve("redis")), ca, redisCert[0], redisCert[1], REDIS_PASSWORD);
     kafka = new SaslSslKafka(Files.createDirectories(dir.resolve("kafka")), SCRAM_PASSWORD, STORE_PASSWORD);
@@ -285,6 +288,23 @@ class StoreSecurityIT {
       assertThat(started.exitCode()).as(started.output()).isEqualTo(4);
       assertThat(started.output()).contains("refused the sidecar's authentication (check the sasl.* and ssl.* settings in kafka.properties)");
     }
+  }
+
+  @Test
+  void mysqlClientCertificate_aUserRequiringX509_getsInWithTheKeyStore_notWithout() throws Exception {
+    mysql.query("CREATE USER 'og_x509'@'127.0.0.1' IDENTIFIED BY '" + MYSQL_PASSWORD + "' REQUIRE X509; "
+        + "GRANT ALL ON *.* TO 'og_x509'@'127.0.0.1'");
+    Path keyPassword = Files.writeString(dir.resolve("client-key-password"), CLIENT_KEY_PASSWORD + "\n");
+    String withoutCert = yaml(Settings.good(), 0, database(), new Topics("a", "b", "c"), "127.0.0.1:9")
+        .replace("  user: og\n", "  user: og_x509\n");
+    String withCert = withoutCert.replace("  ssl-mode: verify-full\n", "  ssl-mode: verify-full\n  ssl-keystore: " + clientKeystore
+        + "\n  ssl-keystore-password: ${file:" + keyPassword + "}\n");
+
+    SidecarProcess.Outcome in = command("sec-x509-with-cert", withCert, "validate", "--connect");
+    SidecarProcess.Outcome out = command("sec-x509-without-cert", withoutCert, "validate", "--connect");
+
+    assertThat(in.output()).contains("ok    mysql: MySQL 127.0.0.1:" + mysql.port).contains("connected as og_x509@127.0.0.1");
+    assertThat(out.output()).contains("FAIL  mysql: MySQL 127.0.0.1:" + mysql.port).contains("Access denied for user 'og_x509'");
   }
 
   @Test

@@ -34,4 +34,13 @@ public final class TestPki {
         "-CAcreateserial", "-days", "2", "-extfile", name + ".ext", "-out", name + ".pem");
     return new Path[] {dir.resolve(name + ".pem"), dir.resolve(name + ".key")};
   }
+
+  /** A PKCS12 key store {@code <name>.p12} with the key and certificate of {@link #server}'s {@code [cert, key]}. */
+  public Path pkcs12(Path[] certAndKey, String name, String password) throws java.io.IOException {
+    Path pass = dir.resolve(name + ".pass");
+    Files.writeString(pass, password + "\n");
+    Tools.run(dir, "openssl", "pkcs12", "-export", "-in", certAndKey[0].toString(), "-inkey", certAndKey[1].toString(),
+        "-name", name, "-passout", "file:" + pass, "-out", name + ".p12");
+    return dir.resolve(name + ".p12");
+  }
 }

@@ -341,7 +341,41 @@ public final class ConfigReader {
       m.fail("ssl-ca", "is only used with ssl-mode verify-ca or verify-full (ssl-mode is " + mode.setting()
           + ", which does not check the server's certificate)");
     }
-    return new MysqlTls(mode, ca);
+    String keystoreText = m.string("ssl-keystore", null);
+    String keystorePassword = m.string("ssl-keystore-password", null);
+    Path keystore = null;
+    if (keystoreText != null && !keystoreText.isBlank()) {
+      keystore = Path.of(keystoreText.trim());
+      if (mode == SslMode.DISABLE) {
+        m.fail("ssl-keystore", "a client certificate needs TLS: set ssl-mode (require, verify-ca or verify-full)");
+      }
+      String problem = keystoreProblem(keystore, keystorePassword);
+      if (problem != null) {
+        m.fail("ssl-keystore", problem);
+      }
+    } else if (keystorePassword != null) {
+      m.fail("ssl-keystore-password", "is only used with ssl-keystore");
+    }
+    return new MysqlTls(mode, ca, keystore, keystorePassword);
+  }
+
+  /** Why {@code file} is not a PKCS12 key store that opens with {@code password}; {@code null} when it is. */
+  private static String keystoreProblem(Path file, String password) {
+    try (java.io.InputStream in = Files.newInputStream(file)) {
+      java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+      ks.load(in, password == null ? new char[0] : password.toCharArray());
+      for (String alias : Collections.list(ks.aliases())) {
+        if (ks.isKeyEntry(alias)) {
+          return null;
+        }
+      }
+      return "key store " + file + " holds no private key (it needs the client's key and certificate)";
+    } catch (java.nio.file.NoSuchFileException e) {
+      return "key store " + file + " does not exist";
+    } catch (IOException | java.security.GeneralSecurityException e) {
+      // the message may say "wrong password" (never the password itself)
+      return "cannot open PKCS12 key store " + file + " with ssl-keystore-password: " + e.getMessage();
+    }
   }
 
   /** Why {@code hostPort} is not {@code host:port} with a port from {@code minPort} to 65535; {@code null} when it is. */

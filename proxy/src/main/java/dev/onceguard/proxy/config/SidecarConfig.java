@@ -101,9 +101,23 @@ public record SidecarConfig(
    *
    * @param ca {@code mysql.ssl-ca}: PEM file of the CA (or CAs) that signs the server's certificate;
    *     {@code null}: the JVM's default trust store
+   * @param keystore {@code mysql.ssl-keystore}: PKCS12 file with the client's key and certificate,
+   *     for users that {@code REQUIRE X509}; {@code null}: none
+   * @param keystorePassword {@code mysql.ssl-keystore-password}
    */
-  public record MysqlTls(SslMode mode, java.nio.file.Path ca) {
+  public record MysqlTls(SslMode mode, java.nio.file.Path ca, java.nio.file.Path keystore, String keystorePassword) {
     public static final MysqlTls DISABLED = new MysqlTls(SslMode.DISABLE, null);
+
+    /** Without a client certificate. */
+    public MysqlTls(SslMode mode, java.nio.file.Path ca) {
+      this(mode, ca, null, null);
+    }
+
+    @Override
+    public String toString() {
+      // never print the key store's password
+      return "MysqlTls[" + mode.setting() + (ca == null ? "" : ", ca " + ca) + (keystore == null ? "" : ", keystore " + keystore) + "]";
+    }
   }
 
   /**

@@ -63,6 +63,14 @@ public final class JdbcTarget {
       // store signed must not pass for the configured one's
       props.setProperty("fallbackToSystemTrustStore", "false");
     }
+    if (tls.keystore() != null) {
+      // the client's certificate, for users that REQUIRE X509
+      props.setProperty("keyStore", tls.keystore().toString());
+      props.setProperty("keyStoreType", "PKCS12");
+      if (tls.keystorePassword() != null) {
+        props.setProperty("keyStorePassword", tls.keystorePassword());
+      }
+    }
     return new JdbcTarget(url, props, tls);
   }
 
@@ -113,6 +121,7 @@ public final class JdbcTarget {
       if (t instanceof javax.net.ssl.SSLException || t instanceof java.security.cert.CertificateException
           || m.contains("ssl") || m.contains("certificate")) {
         return "TLS to MySQL failed (mysql.ssl-mode " + tls.mode().setting() + (tls.ca() == null ? "" : ", mysql.ssl-ca " + tls.ca())
+            + (tls.keystore() == null ? "" : ", mysql.ssl-keystore " + tls.keystore())
             + (tls.mode() == SslMode.VERIFY_FULL ? "; verify-full also needs mysql.host to be a name in the server's certificate" : "")
             + ")";
       }

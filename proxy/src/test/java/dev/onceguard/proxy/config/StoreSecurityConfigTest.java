@@ -176,6 +176,44 @@ class StoreSecurityConfigTest {
     assertThat(e.problems().get(1)).startsWith("redis.ssl-ca: CA file " + notPem + " ");
   }
 
+  /** A PKCS12 key store with one key pair, made by the JDK's keytool. */
+  private Path keystore(String password) throws Exception {
+    Path ks = dir.resolve("client.p12");
+    Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(), "-genkeypair", "-alias", "client",
+        "-keyalg", "RSA", "-keysize", "2048", "-dname", "CN=og-client", "-validity", "1", "-storetype", "PKCS12", "-keystore",
+        ks.toString(), "-storepass", password).redirectErrorStream(true).start();
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(new String(p.getInputStream().readAllBytes())).isZero();
+    return ks;
+  }
+
+  @Test
+  void mysqlKeystore_isRead_withTls_andItsPasswordNeverShown() throws Exception {
+    Path ks = keystore("SECRET-p12-pass");
+    Path pw = write("p12-pass", "SECRET-p12-pass\n");
+    SidecarConfig c = parse(yaml("''", "ssl-mode: require\n  ssl-keystore: " + ks + "\n  ssl-keystore-password: ${file:" + pw + "}",
+        "uri: null"));
+
+    assertThat(c.mysql().tls().keystore()).isEqualTo(ks);
+    assertThat(c.mysql().tls().keystorePassword()).isEqualTo("SECRET-p12-pass");
+    assertThat(c.toString()).doesNotContain("SECRET-");
+  }
+
+  @Test
+  void mysqlKeystore_wrongPasswordOrWithoutTls_isRefused_namingTheSetting_notThePassword() throws Exception {
+    Path ks = keystore("SECRET-p12-pass");
+    Path wrong = write("wrong", "SECRET-wrong-pass");
+
+    ConfigException e = rejected(yaml("''", "ssl-mode: disable\n  ssl-keystore: " + ks + "\n  ssl-keystore-password: ${file:" + wrong
+        + "}", "uri: null"));
+
+    assertThat(e.problems()).hasSize(2);
+    assertThat(e.problems().get(0)).isEqualTo("mysql.ssl-keystore: a client certificate needs TLS: set ssl-mode (require, verify-ca or "
+        + "verify-full)");
+    assertThat(e.problems().get(1)).startsWith("mysql.ssl-keystore: cannot open PKCS12 key store " + ks + " with ssl-keystore-password: ");
+    assertThat(e.getMessage()).doesNotContain("SECRET-");
+  }
+
   // ------------------------------------------------------------------------- redis.ssl-ca
 
   @Test
