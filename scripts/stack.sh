@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Local test stack for OnceGuard: MariaDB + Redis (shared, usually already running on the
 # machine), a private single-node KRaft Kafka broker per checkout (free ports, data under
-# .stack/ of this checkout), the promtool/prometheus binaries the alert tests run and the Python
-# and Go toolchains of the example business containers (installed from Debian's packages if
+# .stack/ of this checkout), the promtool/prometheus binaries the alert tests run, the Python and
+# Go toolchains of the example business containers and the openssl/mariadbd/redis-server binaries
+# StoreSecurityIT runs (installed from Debian's packages if
 # missing).
 #
 #   scripts/stack.sh up                      start what is missing, write .stack/env
@@ -451,6 +452,17 @@ business_toolchains() {
   [[ ${#need[@]} -eq 0 ]] || apt_install "${need[@]}"
 }
 
+# openssl, mariadbd + mariadb-install-db and redis-server, which StoreSecurityIT runs privately (a
+# TLS-only MariaDB and Redis of its own, certificates made with openssl): installed from Debian's
+# packages when missing. Nothing is started here.
+secure_store_tools() {
+  local missing=()
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  { [[ -x /usr/sbin/mariadbd ]] && command -v mariadb-install-db >/dev/null 2>&1; } || missing+=(mariadb-server)
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  [[ ${#missing[@]} -eq 0 ]] || apt_install "${missing[@]}"
+}
+
 # ----------------------------------------------------------------------------- commands
 
 cmd_up() {
@@ -460,6 +472,7 @@ cmd_up() {
   redis_up
   prometheus_tools
   business_toolchains
+  secure_store_tools
   kafka_up
   write_env
   log "up in $((SECONDS - t0))s; environment in $ENV_FILE:"

@@ -51,8 +51,13 @@ class ChaosIT {
       List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT), List.of(Kind.GALERA_RESTART, Kind.BUSINESS_HUNG),
       List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW));
   static final int PARTITIONS = 4;
-  /** On the local cluster stack (3 brokers, 3 Galera nodes; each sidecar on its own node), else on the single-node stack. */
-  static final boolean CLUSTER = Boolean.parseBoolean(System.getProperty("chaos.cluster", "true"));
+  /**
+   * On the local cluster stack (3 brokers, 3 Galera nodes; each sidecar on its own node) with
+   * {@code -Dchaos.cluster=true}, else on the single-node stack. Not the default yet: in the
+   * cluster runs made so far a Galera node that no fault touched stopped serving ("WSREP has not
+   * yet prepared node for application use") and its sidecar paused until the wave timed out.
+   */
+  static final boolean CLUSTER = Boolean.parseBoolean(System.getProperty("chaos.cluster", "false"));
 
   /** One finished round. */
   record Round(int number, long seed, Result result, List<Injection> injections, double seconds) {}

@@ -177,8 +177,8 @@ class PreflightIT {
         OrderScenario.MACHINE_YAML, route);
   }
 
-  /** @param verdicts {@code null}: none */
-  private static String route(String source, String escalations, String verdicts, String target) {
+  /** One route of machine {@code line} (also {@link StoreSecurityIT}'s). @param verdicts {@code null}: none */
+  static String route(String source, String escalations, String verdicts, String target) {
     return """
           - name: lines
             topics: [%s]

@@ -10,6 +10,8 @@ import dev.onceguard.proxy.config.RouteConfig.Mode;
 import dev.onceguard.proxy.config.RouteConfig.RetryConfig;
 import dev.onceguard.proxy.config.SidecarConfig.KafkaConfig;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import dev.onceguard.proxy.config.SidecarConfig.MysqlTls;
+import dev.onceguard.proxy.config.SidecarConfig.SslMode;
 import dev.onceguard.proxy.config.SidecarConfig.RedisConfig;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -43,7 +45,11 @@ import org.apache.kafka.common.config.ConfigDef;
  * (type and allowed values). Defaults are public constants.
  *
  * <p>Environment references {@code ${NAME}} and {@code ${NAME:-default}} in string values are
- * expanded, so that secrets and per-deployment addresses can stay out of the file.
+ * expanded, so that secrets and per-deployment addresses can stay out of the file; so are
+ * {@code ${file:/path}} references, replaced by the file's content without one trailing newline
+ * (a mounted Kubernetes or Docker secret). What a file held never appears in a problem reported
+ * here. In {@code kafka.properties} that set {@code config.providers}, {@code ${file:...}} references
+ * are left to Kafka's own config providers (whose {@code ${file:/path:key}} looks like ours).
  */
 public final class ConfigReader {
   public static final String DEFAULT_GRPC_LISTEN = "127.0.0.1:7700";
@@ -77,7 +83,8 @@ public final class ConfigReader {
   private static final Pattern IDENT = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,31}");
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Pattern TOPIC = Pattern.compile("[A-Za-z0-9._-]{1,249}");
-  private static final Pattern ENV = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?}");
+  /** {@code ${file:/path}} (group 1) or {@code ${NAME}} / {@code ${NAME:-default}} (groups 2 and 4). */
+  private static final Pattern REF = Pattern.compile("\\$\\{(?:file:([^}]*)|([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?)}");
   private static final Pattern HOST_PORT = Pattern.compile("([^:\\s]+):(\\d{1,5})");
 
   private final Map<String, String> env;
@@ -126,9 +133,17 @@ public final class ConfigReader {
    */
   private static final class Problems {
     private final List<String> found = new ArrayList<>();
+    /** Values read from secret files: masked in every problem, whatever setting echoes a value. */
+    private final Set<String> secrets = new HashSet<>();
 
     void add(String problem) {
-      found.add(problem);
+      String shown = problem;
+      for (String secret : secrets) {
+        if (!secret.isBlank()) {
+          shown = shown.replace(secret, "***");
+        }
+      }
+      found.add(shown);
     }
 
     /** Runs one part of the read; a problem it throws is recorded and the read goes on without it. */
@@ -136,7 +151,7 @@ public final class ConfigReader {
       try {
         return part.get();
       } catch (ConfigException e) {
-        found.addAll(e.problems());
+        e.problems().forEach(this::add);
         return null;
       }
     }
@@ -195,7 +210,8 @@ public final class ConfigReader {
         m.tablePrefix("table-prefix", DEFAULT_TABLE_PREFIX),
         m.intRange("pool-size", DEFAULT_POOL_SIZE, 1, 256),
         m.bool("migrate-on-start", true),
-        m.duration("decision-retention", DEFAULT_DECISION_RETENTION));
+        m.duration("decision-retention", DEFAULT_DECISION_RETENTION),
+        mysqlTls(m));
     m.done();
 
     Node r = root.optObject("redis");
@@ -217,12 +233,17 @@ public final class ConfigReader {
         }
       }
     }
+    Path redisCa = r.caFile("ssl-ca");
+    if (redisCa != null && (uri == null || !uri.trim().startsWith("rediss://"))) {
+      r.fail("ssl-ca", "only used with rediss:// URIs (TLS); redis.uri is " + (uri == null ? "not set" : "not rediss://"));
+    }
     RedisConfig redis = new RedisConfig(
         uri,
         r.duration("timeout", DEFAULT_REDIS_TIMEOUT),
         r.string("key-prefix", "og:"),
         r.duration("breaker-open-for", DEFAULT_BREAKER_OPEN_FOR),
-        cluster);
+        cluster,
+        redisCa);
     r.done();
 
     Map<String, MachineConfig> machines = new LinkedHashMap<>();
@@ -364,6 +385,67 @@ public final class ConfigReader {
     }
   }
 
+  /**
+   * {@code mysql.ssl-mode} and {@code mysql.ssl-ca}. A CA only means something to a mode that
+   * checks the server's certificate: with {@code disable} or {@code require} it would be ignored,
+   * which is refused rather than let an operator believe the server is verified.
+   */
+  private static MysqlTls mysqlTls(Node m) {
+    String modeText = m.string("ssl-mode", SslMode.DISABLE.setting());
+    SslMode mode = null;
+    for (SslMode candidate : SslMode.values()) {
+      if (candidate.setting().equals(modeText.trim())) {
+        mode = candidate;
+      }
+    }
+    if (mode == null) {
+      List<String> names = java.util.Arrays.stream(SslMode.values()).map(SslMode::setting).toList();
+      String near = closest(modeText, names);
+      m.fail("ssl-mode", "'" + modeText + "' is not one of " + String.join(", ", names) + (near == null ? "" : " (did you mean '" + near + "'?)"));
+      mode = SslMode.DISABLE;
+    }
+    Path ca = m.caFile("ssl-ca");
+    if (ca != null && !mode.verifies()) {
+      m.fail("ssl-ca", "is only used with ssl-mode verify-ca or verify-full (ssl-mode is " + mode.setting()
+          + ", which does not check the server's certificate)");
+    }
+    String keystoreText = m.string("ssl-keystore", null);
+    String keystorePassword = m.string("ssl-keystore-password", null);
+    Path keystore = null;
+    if (keystoreText != null && !keystoreText.isBlank()) {
+      keystore = Path.of(keystoreText.trim());
+      if (mode == SslMode.DISABLE) {
+        m.fail("ssl-keystore", "a client certificate needs TLS: set ssl-mode (require, verify-ca or verify-full)");
+      }
+      String problem = keystoreProblem(keystore, keystorePassword);
+      if (problem != null) {
+        m.fail("ssl-keystore", problem);
+      }
+    } else if (keystorePassword != null) {
+      m.fail("ssl-keystore-password", "is only used with ssl-keystore");
+    }
+    return new MysqlTls(mode, ca, keystore, keystorePassword);
+  }
+
+  /** Why {@code file} is not a PKCS12 key store that opens with {@code password}; {@code null} when it is. */
+  private static String keystoreProblem(Path file, String password) {
+    try (java.io.InputStream in = Files.newInputStream(file)) {
+      java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+      ks.load(in, password == null ? new char[0] : password.toCharArray());
+      for (String alias : Collections.list(ks.aliases())) {
+        if (ks.isKeyEntry(alias)) {
+          return null;
+        }
+      }
+      return "key store " + file + " holds no private key (it needs the client's key and certificate)";
+    } catch (java.nio.file.NoSuchFileException e) {
+      return "key store " + file + " does not exist";
+    } catch (IOException | java.security.GeneralSecurityException e) {
+      // the message may say "wrong password" (never the password itself)
+      return "cannot open PKCS12 key store " + file + " with ssl-keystore-password: " + e.getMessage();
+    }
+  }
+
   /** Why {@code hostPort} is not {@code host:port} with a port from {@code minPort} to 65535; {@code null} when it is. */
   private static String hostPortProblem(String hostPort, int minPort) {
     Matcher mt = HOST_PORT.matcher(hostPort);
@@ -375,16 +457,17 @@ public final class ConfigReader {
 
   private static String redisUriProblem(String uri) {
     if (!uri.startsWith("redis://") && !uri.startsWith("rediss://")) {
-      return "'" + uri + "' is not a redis:// or rediss:// URI";
+      return "'" + Secrets.withoutUserInfo(uri) + "' is not a redis:// or rediss:// URI";
     }
     try {
       java.net.URI u = new java.net.URI(uri);
       if (u.getHost() == null || u.getPort() > 65535 || u.getPort() == 0) {
-        return "'" + uri + "' has no host, or a port outside 1 to 65535";
+        return "'" + Secrets.withoutUserInfo(uri) + "' has no host, or a port outside 1 to 65535";
       }
       return null;
     } catch (java.net.URISyntaxException e) {
-      return "'" + uri + "' is not a valid URI: " + e.getReason();
+      // the reason quotes the input (with its password): position only
+      return "not a valid URI (" + e.getReason().replaceAll(":.*", "") + " at index " + e.getIndex() + ")";
     }
   }
 
@@ -704,6 +787,8 @@ public final class ConfigReader {
     private final Set<String> used = new HashSet<>();
     /** Unknown keys already reported (as the likely typo of a required one). */
     private final Set<String> reported = new HashSet<>();
+    /** {@code ${file:...}} are left as written: Kafka's config providers resolve them. */
+    private boolean keepRefs;
 
     Node(JsonNode node, String path, Map<String, String> env, Problems problems) {
       this(node, path, env, problems, false);
@@ -829,18 +914,36 @@ public final class ConfigReader {
       return out;
     }
 
-    /** Expands {@code ${NAME}}; {@code null} (reported) when a variable without default is not set. */
+    /**
+     * Expands {@code ${NAME}} and {@code ${file:/path}}; {@code null} (reported) when a variable
+     * without default is not set or a file cannot be read.
+     */
     private String expand(String s, String key) {
-      Matcher mt = ENV.matcher(s);
+      Matcher mt = REF.matcher(s);
       StringBuilder sb = new StringBuilder();
       while (mt.find()) {
-        String val = env.get(mt.group(1));
-        if (val == null) {
-          if (mt.group(2) == null) {
-            fail(key, "environment variable " + mt.group(1) + " is not set (write ${" + mt.group(1) + ":-default} for a default)");
-            return null;
+        String val;
+        if (mt.group(1) != null) {
+          if (keepRefs) {
+            val = mt.group();
+          } else {
+            try {
+              val = Secrets.readFile(mt.group(1));
+            } catch (Secrets.Unreadable e) {
+              fail(key, e.getMessage());
+              return null;
+            }
+            problems.secrets.add(val);
           }
-          val = mt.group(3);
+        } else {
+          val = env.get(mt.group(2));
+          if (val == null) {
+            if (mt.group(3) == null) {
+              fail(key, "environment variable " + mt.group(2) + " is not set (write ${" + mt.group(2) + ":-default} for a default)");
+              return null;
+            }
+            val = mt.group(4);
+          }
         }
         mt.appendReplacement(sb, Matcher.quoteReplacement(val));
       }
@@ -883,6 +986,32 @@ public final class ConfigReader {
         fail(key, "'" + s + "' is not a plain identifier (" + IDENT.pattern() + ")");
       }
       return s;
+    }
+
+    /**
+     * A PEM file of one or more CA certificates, checked now so that a wrong path or a key given
+     * for a certificate fails start-up naming the setting; {@code null} when absent or bad (reported).
+     */
+    Path caFile(String key) {
+      String s = string(key, null);
+      if (s == null || s.isBlank()) {
+        return null;
+      }
+      Path file = Path.of(s.trim());
+      try (java.io.InputStream in = Files.newInputStream(file)) {
+        if (java.security.cert.CertificateFactory.getInstance("X.509").generateCertificates(in).isEmpty()) {
+          fail(key, "CA file " + file + " holds no PEM certificate");
+          return null;
+        }
+        return file;
+      } catch (java.nio.file.NoSuchFileException e) {
+        fail(key, "CA file " + file + " does not exist");
+      } catch (IOException e) {
+        fail(key, "cannot read CA file " + file + ": " + e.getMessage());
+      } catch (java.security.cert.CertificateException e) {
+        fail(key, "CA file " + file + " is not a PEM certificate: " + e.getMessage());
+      }
+      return null;
     }
 
     String tablePrefix(String key, String def) {
@@ -961,6 +1090,7 @@ public final class ConfigReader {
       }
       Map<String, String> out = new LinkedHashMap<>();
       Node child = new Node(v, path(key), env, problems);
+      child.keepRefs = v.has("config.providers");
       for (String k : child.keys()) {
         String s = child.value(k, "");
         if (s != null) {

@@ -40,6 +40,12 @@ public record SidecarConfig(
     public KafkaConfig(String bootstrapServers, Map<String, String> properties) {
       this(bootstrapServers, properties, false);
     }
+
+    @Override
+    public String toString() {
+      // property values may be secrets (sasl.jaas.config, ssl.keystore.password): names only
+      return "KafkaConfig[" + bootstrapServers + ", properties " + properties.keySet() + (createTopics ? ", create-topics" : "") + "]";
+    }
   }
 
   public record MysqlConfig(
@@ -51,11 +57,70 @@ public record SidecarConfig(
       String tablePrefix,
       int poolSize,
       boolean migrateOnStart,
-      Duration decisionRetention) {
+      Duration decisionRetention,
+      MysqlTls tls) {
+    /** Without TLS ({@code mysql.ssl-mode: disable}). */
+    public MysqlConfig(String host, int port, String database, String user, String password, String tablePrefix, int poolSize,
+        boolean migrateOnStart, Duration decisionRetention) {
+      this(host, port, database, user, password, tablePrefix, poolSize, migrateOnStart, decisionRetention, MysqlTls.DISABLED);
+    }
+
     @Override
     public String toString() {
       // never print the password
-      return "MysqlConfig[" + user + "@" + host + ":" + port + "/" + database + ", prefix=" + tablePrefix + ", pool=" + poolSize + "]";
+      return "MysqlConfig[" + user + "@" + host + ":" + port + "/" + database + ", prefix=" + tablePrefix + ", pool=" + poolSize
+          + (tls.mode() == SslMode.DISABLE ? "" : ", ssl-mode=" + tls.mode().setting()) + "]";
+    }
+  }
+
+  /** {@code mysql.ssl-mode}: how the connection to MySQL is encrypted and how much of the server is checked. */
+  public enum SslMode {
+    /** Plaintext. */
+    DISABLE("disable"),
+    /** Encrypted; the server's certificate is not checked (protects against eavesdropping only). */
+    REQUIRE("require"),
+    /** Encrypted; the server's certificate must chain to the CA, whatever host name it names. */
+    VERIFY_CA("verify-ca"),
+    /** Encrypted; the certificate must chain to the CA and name {@code mysql.host}. */
+    VERIFY_FULL("verify-full");
+
+    private final String setting;
+
+    SslMode(String setting) {
+      this.setting = setting;
+    }
+
+    /** The value as written in the YAML. */
+    public String setting() {
+      return setting;
+    }
+
+    public boolean verifies() {
+      return this == VERIFY_CA || this == VERIFY_FULL;
+    }
+  }
+
+  /**
+   * TLS to MySQL.
+   *
+   * @param ca {@code mysql.ssl-ca}: PEM file of the CA (or CAs) that signs the server's certificate;
+   *     {@code null}: the JVM's default trust store
+   * @param keystore {@code mysql.ssl-keystore}: PKCS12 file with the client's key and certificate,
+   *     for users that {@code REQUIRE X509}; {@code null}: none
+   * @param keystorePassword {@code mysql.ssl-keystore-password}
+   */
+  public record MysqlTls(SslMode mode, java.nio.file.Path ca, java.nio.file.Path keystore, String keystorePassword) {
+    public static final MysqlTls DISABLED = new MysqlTls(SslMode.DISABLE, null);
+
+    /** Without a client certificate. */
+    public MysqlTls(SslMode mode, java.nio.file.Path ca) {
+      this(mode, ca, null, null);
+    }
+
+    @Override
+    public String toString() {
+      // never print the key store's password
+      return "MysqlTls[" + mode.setting() + (ca == null ? "" : ", ca " + ca) + (keystore == null ? "" : ", keystore " + keystore) + "]";
     }
   }
 
@@ -64,11 +129,26 @@ public record SidecarConfig(
    *     commas; {@code null} disables L1
    * @param keyPrefix prepended to every key this sidecar writes
    * @param cluster a Redis Cluster (lettuce's cluster client, which routes each key to its node)
+   * @param sslCa {@code redis.ssl-ca}: PEM file of the CA that signs the servers' certificates, for
+   *     {@code rediss://} URIs; {@code null}: the JVM's default trust store
    */
-  public record RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor, boolean cluster) {
+  public record RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor, boolean cluster,
+      java.nio.file.Path sslCa) {
     /** A standalone Redis. */
     public RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor) {
       this(uri, timeout, keyPrefix, breakerOpenFor, false);
+    }
+
+    /** Without a CA of its own ({@code rediss://} URIs are checked against the JVM's default trust store). */
+    public RedisConfig(String uri, Duration timeout, String keyPrefix, Duration breakerOpenFor, boolean cluster) {
+      this(uri, timeout, keyPrefix, breakerOpenFor, cluster, null);
+    }
+
+    @Override
+    public String toString() {
+      // the URI may hold a password
+      return "RedisConfig[" + uris().stream().map(Secrets::withoutUserInfo).toList() + ", prefix=" + keyPrefix
+          + (cluster ? ", cluster" : "") + (sslCa == null ? "" : ", ssl-ca=" + sslCa) + "]";
     }
 
     public boolean enabled() {

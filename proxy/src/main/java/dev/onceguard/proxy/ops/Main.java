@@ -4,6 +4,7 @@ import dev.onceguard.proxy.config.ConfigException;
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.Secrets;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
 import dev.onceguard.proxy.store.Db;
@@ -12,7 +13,6 @@ import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.trace.Tracing;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.URI;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -325,6 +325,11 @@ public final class Main implements Runnable {
 
     private static boolean storeUnavailable(Throwable e) {
       for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof dev.onceguard.proxy.store.JdbcTarget.TlsFailure) {
+          return false; // mysql.ssl-* do not match the server: waiting would not change that
+        }
+      }
+      for (Throwable t = e; t != null; t = t.getCause()) {
         if (t instanceof dev.onceguard.proxy.guard.StoreUnavailableException) {
           return true;
         }
@@ -398,9 +403,10 @@ public final class Main implements Runnable {
     sb.append("kafka: ").append(c.kafka().bootstrapServers()).append(", ").append(c.kafka().properties().size())
         .append(" extra properties\n");
     sb.append("mysql: ").append(c.mysql()).append('\n');
-    sb.append("redis: ").append(c.redis().enabled() ? withoutUserInfo(c.redis().uri()) : "disabled (no L1 cache)").append('\n');
+    sb.append("redis: ").append(c.redis().enabled() ? String.join(",", c.redis().uris().stream().map(Secrets::withoutUserInfo).toList())
+        + (c.redis().sslCa() == null ? "" : ", ssl-ca " + c.redis().sslCa()) : "disabled (no L1 cache)").append('\n');
     sb.append("logs: ").append(c.logFormat()).append(", tracing: ").append(c.tracing().enabled()
-        ? "OTLP http/protobuf to " + withoutUserInfo(c.tracing().otlpEndpoint()) + ", sample ratio " + c.tracing().sampleRatio()
+        ? "OTLP http/protobuf to " + Secrets.withoutUserInfo(c.tracing().otlpEndpoint()) + ", sample ratio " + c.tracing().sampleRatio()
         : "off").append('\n');
     for (MachineConfig m : c.machines().values()) {
       sb.append("machine ").append(m.name()).append(": ").append(m.states().size()).append(" states, ")
@@ -419,15 +425,6 @@ public final class Main implements Runnable {
       }
     }
     return sb.toString();
-  }
-
-  static String withoutUserInfo(String uri) {
-    try {
-      URI u = URI.create(uri);
-      return u.getUserInfo() == null ? uri : uri.replace(u.getRawUserInfo() + "@", "***@");
-    } catch (IllegalArgumentException e) {
-      return "(unparseable uri)";
-    }
   }
 
   static final class Version implements CommandLine.IVersionProvider {

@@ -8,6 +8,7 @@ import dev.onceguard.proxy.ops.Probes.Report;
 import dev.onceguard.proxy.ops.Probes.Status;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
 import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -144,12 +145,9 @@ final class Preflight {
     if (!config.redis().enabled()) {
       return new Check("redis", Status.SKIPPED, "redis.uri not set: L1 off");
     }
-    String shown = config.redis().uris().stream().map(Main::withoutUserInfo).toList().toString();
-    List<RedisURI> uris = config.redis().uris().stream().map(u -> {
-      RedisURI r = RedisURI.create(u);
-      r.setTimeout(timeout);
-      return r;
-    }).toList();
+    String shown = config.redis().uris().stream().map(dev.onceguard.proxy.config.Secrets::withoutUserInfo).toList().toString();
+    List<RedisURI> uris = RedisIdempotencyCache.redisUris(config.redis(), timeout);
+    io.lettuce.core.SslOptions ssl = RedisIdempotencyCache.sslOptions(config.redis());
     SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
     io.lettuce.core.AbstractRedisClient client = null;
     try {
@@ -157,14 +155,14 @@ final class Preflight {
       if (config.redis().cluster()) {
         RedisClusterClient c = RedisClusterClient.create(uris);
         client = c;
-        c.setOptions(ClusterClientOptions.builder().socketOptions(socket).build());
+        c.setOptions(ClusterClientOptions.builder().socketOptions(socket).sslOptions(ssl).build());
         try (var conn = c.connect()) {
           pong = conn.sync().ping();
         }
       } else {
         RedisClient c = RedisClient.create(uris.get(0));
         client = c;
-        c.setOptions(ClientOptions.builder().socketOptions(socket).build());
+        c.setOptions(ClientOptions.builder().socketOptions(socket).sslOptions(ssl).build());
         try (var conn = c.connect()) {
           pong = conn.sync().ping();
         }
@@ -216,6 +214,11 @@ final class Preflight {
       if (cause instanceof org.apache.kafka.common.errors.AuthorizationException) {
         // not a Kafka that is away: waiting would not change the answer
         return "Kafka (" + config.kafka().bootstrapServers() + ") refused to describe the topics: " + cause.getMessage();
+      }
+      if (cause instanceof org.apache.kafka.common.errors.AuthenticationException) {
+        // SASL credentials or the TLS handshake: the same answer on every attempt
+        return "Kafka (" + config.kafka().bootstrapServers() + ") refused the sidecar's authentication (check the sasl.* and ssl.* "
+            + "settings in kafka.properties): " + cause.getMessage();
       }
       throw new IllegalStateException("Kafka (" + config.kafka().bootstrapServers() + "): " + error);
     }

@@ -4,7 +4,6 @@ import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.guard.ContentionException;
 import dev.onceguard.proxy.guard.StoreUnavailableException;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -16,7 +15,6 @@ import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
@@ -55,8 +53,7 @@ public final class Db implements AutoCloseable {
   /** A connection idle this long is pinged before use: the server or a proxy may have dropped it. */
   private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(30);
 
-  private final String url;
-  private final Properties props;
+  private final JdbcTarget target;
   private final ThreadPoolExecutor workers;
   /**
    * One connection of its own for liveness (the owner heartbeat): queued behind claims on busy
@@ -84,22 +81,7 @@ public final class Db implements AutoCloseable {
   }
 
   public Db(MysqlConfig cfg) {
-    // READ COMMITTED: the claim's CAS must not take gap locks, and each statement must see the
-    // latest committed row (the classification read after a lost CAS).
-    // UTC: leases are computed from the database's NOW(3) through UNIX_TIMESTAMP, which is
-    // ambiguous in a session time zone with daylight saving time.
-    // The driver sends CREATE DATABASE IF NOT EXISTS on every connect when asked to, and MySQL
-    // checks the CREATE privilege even for a database that exists: only a sidecar that migrates
-    // (and so holds CREATE anyway) asks for it, so a least-privilege user can run the others.
-    this.url = "jdbc:mariadb://" + cfg.host() + ":" + cfg.port() + "/" + cfg.database()
-        + "?createDatabaseIfNotExist=" + cfg.migrateOnStart() + "&connectTimeout=5000&socketTimeout=" + WORK_TIMEOUT.toMillis()
-        + "&tcpKeepAlive=true&transactionIsolation=READ-COMMITTED"
-        + "&sessionVariables=time_zone='+00:00',innodb_lock_wait_timeout=10";
-    this.props = new Properties();
-    props.setProperty("user", cfg.user());
-    if (!cfg.password().isEmpty()) {
-      props.setProperty("password", cfg.password());
-    }
+    this.target = JdbcTarget.of(cfg, WORK_TIMEOUT);
     this.workers = executor("onceguard-mysql-", cfg.poolSize());
     this.control = executor("onceguard-mysql-control-", 1);
   }
@@ -128,7 +110,7 @@ public final class Db implements AutoCloseable {
       }
       if (conn == null) {
         ROUND_TRIPS.increment();
-        conn = DriverManager.getConnection(url, props);
+        conn = target.open();
       }
       lastUsed = System.nanoTime();
       return conn;
@@ -343,7 +325,7 @@ public final class Db implements AutoCloseable {
     }
     String what = e instanceof SQLTimeoutException
         ? "MySQL did not answer within " + WORK_TIMEOUT.toSeconds() + "s: " + e.getMessage()
-        : "MySQL failed: " + withCauses(e);
+        : "MySQL failed: " + (e instanceof JdbcTarget.TlsFailure ? e.getMessage() : withCauses(e));
     return new StoreUnavailableException(what, e);
   }
 

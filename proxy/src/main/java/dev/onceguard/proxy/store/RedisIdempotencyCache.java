@@ -8,6 +8,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.async.RedisStringAsyncCommands;
@@ -46,6 +47,9 @@ import org.slf4j.LoggerFactory;
 public final class RedisIdempotencyCache implements IdempotencyCache {
   private static final Logger log = LoggerFactory.getLogger(RedisIdempotencyCache.class);
 
+  /** The least time a connect may take (see the constructor). */
+  static final Duration CONNECT_BOUND = Duration.ofSeconds(2);
+
   private final RedisConfig cfg;
   private final Clock clock;
   private final Link link;
@@ -61,13 +65,38 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
     this.cfg = cfg;
     this.clock = clock;
-    List<RedisURI> uris = cfg.uris().stream().map(u -> {
+    // lettuce bounds a whole (re)connect (TCP, TLS handshake, HELLO/AUTH) by the URI's timeout; at
+    // redis.timeout (200 ms) a TLS handshake on a busy host did not fit. Commands stay bounded by
+    // redis.timeout (TimeoutOptions below), and nothing waits for a connect (it runs on its own).
+    List<RedisURI> uris = redisUris(cfg, cfg.timeout().compareTo(CONNECT_BOUND) > 0 ? cfg.timeout() : CONNECT_BOUND);
+    SslOptions ssl = sslOptions(cfg);
+    this.link = cfg.cluster() ? Link.cluster(uris, cfg.timeout(), ssl) : Link.standalone(uris.get(0), cfg.timeout(), ssl);
+    connectAsync();
+  }
+
+  /**
+   * The URIs of {@code redis.uri}, each with {@code timeout}. A {@code rediss://} URI means TLS,
+   * with the server's certificate and host name checked (lettuce's default; {@code ?verifyPeer=CA}
+   * or {@code NONE} in the URI weaken that).
+   */
+  public static List<RedisURI> redisUris(RedisConfig cfg, Duration timeout) {
+    return cfg.uris().stream().map(u -> {
       RedisURI r = RedisURI.create(u);
-      r.setTimeout(cfg.timeout());
+      r.setTimeout(timeout);
       return r;
     }).toList();
-    this.link = cfg.cluster() ? Link.cluster(uris, cfg.timeout()) : Link.standalone(uris.get(0), cfg.timeout());
-    connectAsync();
+  }
+
+  /**
+   * The trust of {@code redis.ssl-ca} (only that CA), or lettuce's default (the JVM's trust
+   * store) without it.
+   */
+  public static SslOptions sslOptions(RedisConfig cfg) {
+    SslOptions.Builder b = SslOptions.builder().jdkSslProvider();
+    if (cfg.sslCa() != null) {
+      b.trustManager(cfg.sslCa().toFile());
+    }
+    return b.build();
   }
 
   /** A connection of either client: what L1 needs of it. */
@@ -76,16 +105,16 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   /** The client, standalone or cluster, and how it connects. */
   private record Link(AbstractRedisClient client, java.util.function.Supplier<CompletionStage<Connection>> connector) {
 
-    static Link standalone(RedisURI uri, Duration timeout) {
+    static Link standalone(RedisURI uri, Duration timeout, SslOptions ssl) {
       RedisClient client = RedisClient.create(uri);
       // while disconnected, fail commands at once instead of queueing them: L1 must never wait
-      client.setOptions(options(ClientOptions.builder(), timeout)
+      client.setOptions(options(ClientOptions.builder(), timeout, ssl)
           .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
           .build());
       return new Link(client, () -> client.connectAsync(StringCodec.UTF8, uri).thenApply(c -> new Connection(c, c.async())));
     }
 
-    static Link cluster(List<RedisURI> seeds, Duration timeout) {
+    static Link cluster(List<RedisURI> seeds, Duration timeout, SslOptions ssl) {
       RedisClusterClient client = RedisClusterClient.create(seeds);
       ClusterClientOptions.Builder b = ClusterClientOptions.builder()
           // follow slot moves and failovers without waiting for a failed command
@@ -93,7 +122,7 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
               .enableAllAdaptiveRefreshTriggers()
               .enablePeriodicRefresh(Duration.ofSeconds(30))
               .build());
-      options(b, timeout)
+      options(b, timeout, ssl)
           // The cluster client opens a node's connection when a key of that node is first used;
           // rejecting commands while disconnected would reject exactly those first commands. So
           // they queue (bounded), and the timeout (lettuce's and ours) still bounds every wait.
@@ -107,8 +136,9 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
           .thenApply(c -> new Connection(c, c.async())));
     }
 
-    private static <B extends ClientOptions.Builder> B options(B b, Duration timeout) {
+    private static <B extends ClientOptions.Builder> B options(B b, Duration timeout, SslOptions ssl) {
       b.autoReconnect(true)
+          .sslOptions(ssl)
           .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(1)).tcpNoDelay(true).build())
           .timeoutOptions(TimeoutOptions.enabled(timeout));
       return b;
