@@ -189,7 +189,8 @@ final class Preflight {
     }
   }
 
-  private Check target(RouteConfig rc) {
+  /** The check of one route's business target. Package-private for tests. */
+  Check target(RouteConfig rc) {
     if (rc.mode() != RouteConfig.Mode.PUSH) {
       return new Check("target", Status.SKIPPED, "pull mode: the business connects to the sidecar");
     }
