@@ -6,17 +6,28 @@ import static org.awaitility.Awaitility.await;
 
 import dev.onceguard.client.Explanation;
 import dev.onceguard.client.GuardClient;
+import dev.onceguard.client.OnceGuardConsumer;
+import dev.onceguard.client.OnceGuardConsumerConfig;
 import dev.onceguard.client.OnceGuardException;
 import dev.onceguard.client.SidecarSecurity;
 import dev.onceguard.client.SidecarUnavailableException;
+import dev.onceguard.it.ForwardConfig;
 import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.proxy.config.TlsConfig;
+import dev.onceguard.proxy.ops.Sidecar;
+import dev.onceguard.proxy.pipeline.ProcessorFactory;
 import dev.onceguard.proxy.security.GrpcSecurity;
 import dev.onceguard.proxy.security.UnixServer;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -24,10 +35,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -35,8 +50,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The secured sidecar on the real stack: its gRPC listener requires TLS with client certificates
- * and a bearer token on the Guard API; one push route reaches its business over mTLS, another over
- * a Unix domain socket. Certificates are throwaway ones from {@code scripts/test-pki.sh}.
+ * and a bearer token on the Guard API and Deliveries; one push route reaches its business over
+ * mTLS, another over a Unix domain socket, a pull route serves a consumer configured with the
+ * {@code onceguard.tls.*} keys. A second sidecar listens on a Unix socket. Certificates are throwaway ones from {@code scripts/test-pki.sh}.
  */
 class SecureGrpcIT {
   private static final int N = 40;
@@ -53,6 +69,8 @@ class SecureGrpcIT {
   private static ClientSidecar sidecar;
   private static String tlsTopic;
   private static String unixTopic;
+  private static String pullTopic;
+  private static String pullRoute;
 
   @BeforeAll
   static void start() throws Exception {
@@ -73,7 +91,9 @@ class SecureGrpcIT {
     kafka = new KafkaSupport();
     tlsTopic = kafka.createTopic("secure-tls", 2);
     unixTopic = kafka.createTopic("secure-uds", 2);
+    pullTopic = kafka.createTopic("secure-pull", 2);
     String suffix = ItEnv.uniqueSuffix();
+    pullRoute = "pull-" + suffix;
     sidecar = ClientSidecar.start("secure-grpc-it", """
         tls: {cert-file: %s, key-file: %s, client-ca-file: %s}
         auth: {token-file: %s}
@@ -91,8 +111,12 @@ class SecureGrpcIT {
             topics: [%s]
             business-key: [key]
             target: unix://%s
+          - name: %s
+            topics: [%s]
+            business-key: [key]
+            mode: pull
         """.formatted(suffix, tlsTopic, tlsBusiness.port(), pem("ca.crt"), pem("client.crt"), pem("client.key"),
-        suffix, unixTopic, sock), ItEnv.mysqlPort());
+        suffix, unixTopic, sock, pullRoute, pullTopic), ItEnv.mysqlPort());
   }
 
   @AfterAll
@@ -133,6 +157,44 @@ class SecureGrpcIT {
     });
     assertThat(tlsBusiness.calls()).as("once each").hasSize(N);
     assertThat(unixBusiness.calls()).as("once each").hasSize(N);
+  }
+
+  @Test
+  void aPullConsumer_configuredWithTlsKeysAndATokenFile_receivesTheRecords() throws Exception {
+    Set<String> sent = produce(pullTopic);
+    Properties props = new Properties();
+    props.put(OnceGuardConsumerConfig.TARGET_CONFIG, sidecar.target());
+    props.put(OnceGuardConsumerConfig.ROUTE_CONFIG, pullRoute);
+    props.put(OnceGuardConsumerConfig.TLS_CA_FILE_CONFIG, pem("ca.crt").toString());
+    props.put(OnceGuardConsumerConfig.TLS_CERT_FILE_CONFIG, pem("client.crt").toString());
+    props.put(OnceGuardConsumerConfig.TLS_KEY_FILE_CONFIG, pem("client.key").toString());
+    props.put(OnceGuardConsumerConfig.TOKEN_FILE_CONFIG, writeToken(dir.resolve("pull-token")).toString());
+    Set<String> got = new HashSet<>();
+    try (OnceGuardConsumer<String, String> c = new OnceGuardConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+      c.subscribe(List.of(pullTopic));
+      await().atMost(Duration.ofSeconds(45)).until(() -> {
+        c.poll(Duration.ofMillis(200)).forEach(r -> got.add(r.key()));
+        return got.size() >= N;
+      });
+    }
+    assertThat(got).isEqualTo(sent);
+  }
+
+  @Test
+  void aSidecarListeningOnAUnixSocket_answersHealthThere() throws Exception {
+    Path sock = dir.resolve("sidecar.sock");
+    String topic = kafka.createTopic("secure-listen", 1);
+    try (Sidecar s = new Sidecar(ForwardConfig.route(topic, "secure-listen-" + ItEnv.uniqueSuffix(), "127.0.0.1:1")
+        .grpcListen("unix://" + sock).build(), ProcessorFactory.forwarding())) {
+      s.start();
+      ManagedChannel ch = Grpc.newChannelBuilder("unix://" + sock, InsecureChannelCredentials.create()).build();
+      try {
+        assertThat(HealthGrpc.newBlockingStub(ch).withDeadlineAfter(5, TimeUnit.SECONDS)
+            .check(HealthCheckRequest.getDefaultInstance()).getStatus()).isEqualTo(ServingStatus.SERVING);
+      } finally {
+        ch.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      }
+    }
   }
 
   private static SidecarSecurity client() {
