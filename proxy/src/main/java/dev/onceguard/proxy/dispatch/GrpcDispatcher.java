@@ -56,6 +56,8 @@ public final class GrpcDispatcher implements Dispatcher {
   private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
 
   private final String target;
+  /** A plaintext channel to host:port, where a business serving TLS shows as a closed connection. */
+  private final boolean plaintextTcp;
   private final ManagedChannel channel;
   private final MessageHandlerFutureStub stub;
 
@@ -65,6 +67,11 @@ public final class GrpcDispatcher implements Dispatcher {
    * @param target what the channel points at, for logs and messages
    */
   public GrpcDispatcher(String target, ManagedChannel channel) {
+    this(target, channel, false);
+  }
+
+  private GrpcDispatcher(String target, ManagedChannel channel, boolean plaintextTcp) {
+    this.plaintextTcp = plaintextTcp;
     this.target = target;
     this.channel = channel;
     this.stub = MessageHandlerGrpc.newFutureStub(channel);
@@ -84,7 +91,8 @@ public final class GrpcDispatcher implements Dispatcher {
    *     {@code null}
    */
   public static GrpcDispatcher forTarget(String target, ChannelCredentials credentials, String authority) {
-    return new GrpcDispatcher(target, channel(target, credentials, authority));
+    return new GrpcDispatcher(target, channel(target, credentials, authority),
+        credentials instanceof io.grpc.InsecureChannelCredentials && !target.startsWith("unix:"));
   }
 
   /** The channel {@link #forTarget(String, ChannelCredentials, String)} uses; the caller owns it. */
@@ -121,7 +129,7 @@ public final class GrpcDispatcher implements Dispatcher {
       return CompletableFuture.completedFuture(fromStatus(Status.fromThrowable(e)));
     }
     CallFuture result = new CallFuture(call);
-    call.addListener(() -> result.complete(resultOf(call)), Runnable::run);
+    call.addListener(() -> result.complete(withHint(resultOf(call))), Runnable::run);
     return result;
   }
 
@@ -137,6 +145,18 @@ public final class GrpcDispatcher implements Dispatcher {
       Thread.currentThread().interrupt();
       return DispatchResult.retry("interrupted");
     }
+  }
+
+  /**
+   * A plaintext client's HTTP/2 preface on a TLS port makes the server close the connection, which
+   * gRPC reports as {@code UNAVAILABLE: Network closed for unknown reason}: say what it likely means.
+   */
+  private DispatchResult withHint(DispatchResult r) {
+    if (plaintextTcp && r.kind() == DispatchResult.Kind.RETRY && r.message().contains("Network closed for unknown reason")) {
+      return new DispatchResult(r.kind(), r.message() + " (if the business serves TLS, configure this route's target-tls)",
+          r.retryAfter(), r.maybeDelivered(), r.businessDown());
+    }
+    return r;
   }
 
   /** Maps a business answer. Package-private for tests. */

@@ -162,7 +162,7 @@ class GrpcSecurityTest {
     DispatchResult r = send("127.0.0.1:" + port, InsecureChannelCredentials.create(), "d-1");
 
     assertThat(r.kind()).isEqualTo(Kind.RETRY);
-    assertThat(r.message()).contains("UNAVAILABLE");
+    assertThat(r.message()).contains("UNAVAILABLE").endsWith("(if the business serves TLS, configure this route's target-tls)");
     assertThat(received).isEmpty();
   }
 
