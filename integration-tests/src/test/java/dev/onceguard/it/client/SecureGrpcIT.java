@@ -181,12 +181,16 @@ class SecureGrpcIT {
   }
 
   @Test
-  void aSidecarListeningOnAUnixSocket_answersHealthThere() throws Exception {
+  void aSidecarListeningOnAUnixSocket_answersHealthThere_andASecondOneCannotTakeIt() throws Exception {
     Path sock = dir.resolve("sidecar.sock");
     String topic = kafka.createTopic("secure-listen", 1);
-    try (Sidecar s = new Sidecar(ForwardConfig.route(topic, "secure-listen-" + ItEnv.uniqueSuffix(), "127.0.0.1:1")
-        .grpcListen("unix://" + sock).build(), ProcessorFactory.forwarding())) {
+    ForwardConfig config = ForwardConfig.route(topic, "secure-listen-" + ItEnv.uniqueSuffix(), "127.0.0.1:1").grpcListen("unix://" + sock);
+    try (Sidecar s = new Sidecar(config.build(), ProcessorFactory.forwarding())) {
       s.start();
+      try (Sidecar second = new Sidecar(config.build(), ProcessorFactory.forwarding())) {
+        assertThatThrownBy(second::start).isInstanceOf(java.io.IOException.class)
+            .hasMessage("cannot listen on sidecar.grpc-listen unix://" + sock + ": another server is listening on " + sock);
+      }
       ManagedChannel ch = Grpc.newChannelBuilder("unix://" + sock, InsecureChannelCredentials.create()).build();
       try {
         assertThat(HealthGrpc.newBlockingStub(ch).withDeadlineAfter(5, TimeUnit.SECONDS)

@@ -153,7 +153,11 @@ public final class Sidecar implements AutoCloseable {
     }
     NettyServerBuilder b;
     if (UnixSocket.is(config.grpcListen())) {
-      unixServer = UnixServer.bind(UnixSocket.pathOf(config.grpcListen()), credentials);
+      try {
+        unixServer = UnixServer.bind(UnixSocket.pathOf(config.grpcListen()), credentials);
+      } catch (IOException e) {
+        throw listenFailure(e);
+      }
       b = unixServer.builder();
     } else {
       String host = hostOf(config.grpcListen());
@@ -176,8 +180,12 @@ public final class Sidecar implements AutoCloseable {
     try {
       return b.build().start();
     } catch (IOException e) {
-      throw new IOException("cannot listen on sidecar.grpc-listen " + config.grpcListen() + ": " + e.getMessage(), e);
+      throw listenFailure(e);
     }
+  }
+
+  private IOException listenFailure(IOException e) {
+    return new IOException("cannot listen on sidecar.grpc-listen " + config.grpcListen() + ": " + e.getMessage(), e);
   }
 
   private void build(Route r, DeliveryIds ids) {
