@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Local test stack for OnceGuard: MariaDB + Redis (shared, usually already running on the
 # machine), a private single-node KRaft Kafka broker per checkout (free ports, data under
-# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run
-# (installed from Debian's package if missing).
+# .stack/ of this checkout), and the promtool/prometheus binaries the alert tests run and the
+# openssl CLI the TLS tests make certificates with (installed from Debian's packages if missing).
 #
 #   scripts/stack.sh up                      start what is missing, write .stack/env
 #   scripts/stack.sh down                    stop the broker + whatever `up` started itself
@@ -421,6 +421,11 @@ prometheus_tools() {
   apt_install prometheus
 }
 
+# the openssl CLI, with which scripts/test-pki.sh makes the TLS tests' throwaway certificates
+openssl_cli() {
+  command -v openssl >/dev/null 2>&1 || apt_install openssl
+}
+
 # ----------------------------------------------------------------------------- commands
 
 cmd_up() {
@@ -429,6 +434,7 @@ cmd_up() {
   mariadb_up
   redis_up
   prometheus_tools
+  openssl_cli
   kafka_up
   write_env
   log "up in $((SECONDS - t0))s; environment in $ENV_FILE:"
