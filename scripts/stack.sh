@@ -453,8 +453,9 @@ business_toolchains() {
 }
 
 # openssl, mariadbd + mariadb-install-db and redis-server, which StoreSecurityIT runs privately (a
-# TLS-only MariaDB and Redis of its own, certificates made with openssl): installed from Debian's
-# packages when missing. Nothing is started here.
+# TLS-only MariaDB and Redis of its own, certificates made with openssl; scripts/test-pki.sh makes
+# the gRPC TLS tests' certificates with it too): installed from Debian's packages when missing.
+# Nothing is started here.
 secure_store_tools() {
   local missing=()
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)

@@ -104,10 +104,24 @@ public final class GuardClient implements AutoCloseable {
    * @return a client that owns its channel
    */
   public static GuardClient forTarget(String target, Duration callTimeout) {
+    return forTarget(target, callTimeout, SidecarSecurity.plaintext());
+  }
+
+  /**
+   * Creates a client with its own channel to the sidecar, secured as {@code security} says (TLS,
+   * a client certificate, the bearer token); {@link #close()} releases it.
+   *
+   * @param target gRPC target, e.g. {@code localhost:7700}
+   * @param callTimeout deadline of each call
+   * @param security TLS and token settings, e.g. {@code SidecarSecurity.plaintext().withTls(ca).withTokenFile(token)}
+   * @return a client that owns its channel
+   * @throws IllegalArgumentException when a certificate, key or token file cannot be read (naming it)
+   */
+  public static GuardClient forTarget(String target, Duration callTimeout, SidecarSecurity security) {
     if (target == null || target.isBlank()) {
       throw new IllegalArgumentException("target must not be empty");
     }
-    ManagedChannel channel = Channels.open(target);
+    ManagedChannel channel = Channels.open(target, security);
     try {
       return new GuardClient(channel, channel, callTimeout);
     } catch (RuntimeException e) {

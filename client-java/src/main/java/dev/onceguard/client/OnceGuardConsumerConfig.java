@@ -26,7 +26,8 @@ public final class OnceGuardConsumerConfig {
   public static final String TARGET_CONFIG = "onceguard.target";
   static final String TARGET_DOC =
       "gRPC target of the sidecar, e.g. 127.0.0.1:7700 or dns:///onceguard:7700. The consumer"
-          + " creates and owns a plaintext channel to it (the sidecar runs in the same pod)."
+          + " creates and owns a channel to it: plaintext (the sidecar runs in the same pod), or TLS and a"
+          + " bearer token with onceguard.tls.* and onceguard.token-file."
           + " Required unless a Channel is passed to the constructor.";
 
   /** {@code onceguard.route}: the route whose accepted records this consumer receives. */
@@ -52,6 +53,19 @@ public final class OnceGuardConsumerConfig {
    */
   public static final String ESCALATION_LISTENER_CONFIG = "onceguard.escalation.listener";
 
+  /** {@code onceguard.tls.enabled}: TLS to the sidecar, trusting the JVM's default trust store unless a CA file is set. */
+  public static final String TLS_ENABLED_CONFIG = "onceguard.tls.enabled";
+  /** {@code onceguard.tls.ca-file}: PEM CA certificates the sidecar's certificate must chain to; implies TLS. */
+  public static final String TLS_CA_FILE_CONFIG = "onceguard.tls.ca-file";
+  /** {@code onceguard.tls.cert-file}: PEM client certificate chain for mTLS; implies TLS. */
+  public static final String TLS_CERT_FILE_CONFIG = "onceguard.tls.cert-file";
+  /** {@code onceguard.tls.key-file}: the PKCS#8 PEM key of {@link #TLS_CERT_FILE_CONFIG}. */
+  public static final String TLS_KEY_FILE_CONFIG = "onceguard.tls.key-file";
+  /** {@code onceguard.tls.authority}: the name expected in the sidecar's certificate instead of the target's host. */
+  public static final String TLS_AUTHORITY_CONFIG = "onceguard.tls.authority";
+  /** {@code onceguard.token-file}: file with the bearer token of the sidecar's {@code sidecar.auth.token-file}. */
+  public static final String TOKEN_FILE_CONFIG = "onceguard.token-file";
+
   /** Default of {@code enable.auto.commit}, as in Kafka. */
   public static final boolean DEFAULT_ENABLE_AUTO_COMMIT = true;
   /** Default of {@code max.poll.records}, as in Kafka. */
@@ -66,6 +80,21 @@ public final class OnceGuardConsumerConfig {
           .define(TARGET_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.HIGH, TARGET_DOC)
           .define(ROUTE_CONFIG, Type.STRING, ConfigDef.NO_DEFAULT_VALUE, OnceGuardConsumerConfig::nonBlank, Importance.HIGH, ROUTE_DOC)
           .define(WINDOW_CONFIG, Type.INT, DEFAULT_WINDOW, Range.atLeast(0), Importance.MEDIUM, WINDOW_DOC)
+          .define(TLS_ENABLED_CONFIG, Type.BOOLEAN, false, Importance.MEDIUM,
+              "TLS on the consumer's own channel to the sidecar (set when sidecar.tls is). Without"
+                  + " onceguard.tls.ca-file the JVM's default trust store decides.")
+          .define(TLS_CA_FILE_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.MEDIUM,
+              "PEM file of the CA certificates the sidecar's certificate must chain to. Implies TLS.")
+          .define(TLS_CERT_FILE_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.MEDIUM,
+              "PEM client certificate chain, for a sidecar that requires client certificates"
+                  + " (sidecar.tls.client-ca-file). Needs onceguard.tls.key-file; implies TLS.")
+          .define(TLS_KEY_FILE_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.MEDIUM,
+              "Unencrypted PKCS#8 PEM private key of onceguard.tls.cert-file.")
+          .define(TLS_AUTHORITY_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.LOW,
+              "Name the sidecar's certificate must carry, instead of the target's host.")
+          .define(TOKEN_FILE_CONFIG, Type.STRING, null, OnceGuardConsumerConfig::nullOrNonBlank, Importance.MEDIUM,
+              "File holding the bearer token the sidecar requires (sidecar.auth.token-file); sent on"
+                  + " every call, read again when the file changes.")
           .define(
               ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
               Type.BOOLEAN,

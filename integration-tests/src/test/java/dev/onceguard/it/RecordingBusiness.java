@@ -115,15 +115,21 @@ public final class RecordingBusiness implements AutoCloseable {
   private volatile Behaviour behaviour = d -> Reply.ok();
 
   private RecordingBusiness(int port) {
+    this(NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), InsecureServerCredentials.create()));
+  }
+
+  private RecordingBusiness(NettyServerBuilder builder) {
     try {
-      this.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), InsecureServerCredentials.create())
-          .addService(new Handler())
-          .build()
-          .start();
+      this.server = builder.addService(new Handler()).build().start();
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot start the fake business on port " + port, e);
+      throw new UncheckedIOException("cannot start the fake business on " + builder, e);
     }
     this.port = server.getPort();
+  }
+
+  /** On a server builder given its address and credentials (TLS, a Unix socket); {@link #target()} is for a TCP port only. */
+  public static RecordingBusiness startOn(NettyServerBuilder builder) {
+    return new RecordingBusiness(builder);
   }
 
   /** On a free port. */

@@ -2,6 +2,8 @@ package dev.onceguard.client.internal;
 
 import dev.onceguard.client.EscalationListener;
 import dev.onceguard.client.OnceGuardConsumerConfig;
+import dev.onceguard.client.SidecarSecurity;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -24,6 +26,8 @@ import org.apache.kafka.common.config.ConfigException;
  * @param valueDeserializerClass from {@code value.deserializer}, or {@code null}
  * @param originals every given key and value, for {@code Deserializer.configure}
  * @param escalationListener from {@code onceguard.escalation.listener}, or {@code null}
+ * @param security TLS and token of the channel this consumer opens ({@code onceguard.tls.*},
+ *     {@code onceguard.token-file})
  */
 public record ConsumerSettings(
     String target,
@@ -37,7 +41,8 @@ public record ConsumerSettings(
     Class<?> keyDeserializerClass,
     Class<?> valueDeserializerClass,
     Map<String, Object> originals,
-    EscalationListener escalationListener) {
+    EscalationListener escalationListener,
+    SidecarSecurity security) {
 
   private static final AtomicInteger CONSUMER_SEQUENCE = new AtomicInteger();
 
@@ -85,7 +90,30 @@ public record ConsumerSettings(
         Map.copyOf(configs.entrySet().stream()
             .filter(e -> e.getValue() != null)
             .collect(HashMap<String, Object>::new, (m, e) -> m.put(e.getKey(), e.getValue()), Map::putAll)),
-        escalationListener(configs.get(OnceGuardConsumerConfig.ESCALATION_LISTENER_CONFIG)));
+        escalationListener(configs.get(OnceGuardConsumerConfig.ESCALATION_LISTENER_CONFIG)),
+        security(parsed));
+  }
+
+  private static SidecarSecurity security(Map<String, Object> parsed) {
+    String ca = (String) parsed.get(OnceGuardConsumerConfig.TLS_CA_FILE_CONFIG);
+    String cert = (String) parsed.get(OnceGuardConsumerConfig.TLS_CERT_FILE_CONFIG);
+    String key = (String) parsed.get(OnceGuardConsumerConfig.TLS_KEY_FILE_CONFIG);
+    String authority = (String) parsed.get(OnceGuardConsumerConfig.TLS_AUTHORITY_CONFIG);
+    String token = (String) parsed.get(OnceGuardConsumerConfig.TOKEN_FILE_CONFIG);
+    if ((cert == null) != (key == null)) {
+      String missing = cert == null ? OnceGuardConsumerConfig.TLS_CERT_FILE_CONFIG : OnceGuardConsumerConfig.TLS_KEY_FILE_CONFIG;
+      throw new ConfigException(missing, null, "required with " + (cert == null
+          ? OnceGuardConsumerConfig.TLS_KEY_FILE_CONFIG : OnceGuardConsumerConfig.TLS_CERT_FILE_CONFIG));
+    }
+    boolean tls = (Boolean) parsed.get(OnceGuardConsumerConfig.TLS_ENABLED_CONFIG) || ca != null || cert != null;
+    if (!tls && authority != null) {
+      throw new ConfigException(OnceGuardConsumerConfig.TLS_AUTHORITY_CONFIG, authority, "only applies with TLS");
+    }
+    return new SidecarSecurity(tls, path(ca), path(cert), path(key), authority, path(token), null);
+  }
+
+  private static Path path(String s) {
+    return s == null ? null : Path.of(s.strip());
   }
 
   private static EscalationListener escalationListener(Object value) {

@@ -182,7 +182,7 @@ public final class PullConsumer<K, V> {
       closeQuietly(key, "key deserializer");
       throw e;
     }
-    ManagedChannel owned = channel == null ? Channels.open(settings.target()) : null;
+    ManagedChannel owned = channel == null ? Channels.open(settings.target(), settings.security()) : null;
     return new PullConsumer<>(channel != null ? channel : owned, owned, settings, key, value, recordsFactory);
   }
 

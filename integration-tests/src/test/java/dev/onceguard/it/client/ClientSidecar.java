@@ -58,13 +58,14 @@ final class ClientSidecar implements AutoCloseable {
    * @param mysqlPort where the sidecar finds MariaDB (a {@link TcpGate} in front of it, or the
    *     real port)
    */
-  private ClientSidecar(String name, String routes, int mysqlPort) {
+  private ClientSidecar(String name, String sidecarExtra, String routes, int mysqlPort) {
     String yaml = """
         sidecar:
           instance-id: %s
           grpc-listen: 127.0.0.1:0
           shutdown-timeout: 3s
           commit-interval: 200ms
+        %s
         kafka:
           bootstrap-servers: %s
           properties:
@@ -83,7 +84,7 @@ final class ClientSidecar implements AutoCloseable {
         %s
         routes:
         %s
-        """.formatted(name, ItEnv.kafkaBootstrap(), ItEnv.mysqlHost(), mysqlPort, ItEnv.mysqlUser(), ItEnv.mysqlPassword(), database,
+        """.formatted(name, sidecarExtra.indent(2).stripTrailing(), ItEnv.kafkaBootstrap(), ItEnv.mysqlHost(), mysqlPort, ItEnv.mysqlUser(), ItEnv.mysqlPassword(), database,
         ItEnv.redisUri(), redisPrefix, MACHINES, routes);
     this.config = new ConfigReader(Map.of()).parse(yaml, name);
     this.probe = new Db(new MysqlConfig(ItEnv.mysqlHost(), ItEnv.mysqlPort(), ItEnv.mysqlDatabase(), ItEnv.mysqlUser(),
@@ -95,7 +96,12 @@ final class ClientSidecar implements AutoCloseable {
   }
 
   static ClientSidecar start(String name, String routes, int mysqlPort) throws IOException {
-    ClientSidecar s = new ClientSidecar(name, routes, mysqlPort);
+    return start(name, "", routes, mysqlPort);
+  }
+
+  /** @param sidecarExtra more settings of the {@code sidecar} section (unindented YAML) */
+  static ClientSidecar start(String name, String sidecarExtra, String routes, int mysqlPort) throws IOException {
+    ClientSidecar s = new ClientSidecar(name, sidecarExtra, routes, mysqlPort);
     try {
       s.runtime = new GuardRuntime(s.config, Clock.SYSTEM);
       s.sidecar = new Sidecar(s.config, s.runtime.processors((r, v, forwarded) ->

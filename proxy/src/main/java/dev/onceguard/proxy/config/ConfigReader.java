@@ -8,6 +8,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.config.RouteConfig.Mode;
 import dev.onceguard.proxy.config.RouteConfig.RetryConfig;
+import dev.onceguard.proxy.config.SidecarConfig.ApiSecurity;
 import dev.onceguard.proxy.config.SidecarConfig.KafkaConfig;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlTls;
@@ -79,6 +80,7 @@ public final class ConfigReader {
   /** The OpenTelemetry standard variable, {@code tracing.otlp-endpoint}'s default. */
   public static final String OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT";
   public static final List<String> LOG_FORMATS = List.of("text", "json");
+  public static final Duration DEFAULT_RELOAD_INTERVAL = Duration.ofSeconds(10);
 
   private static final Pattern IDENT = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,31}");
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
@@ -169,7 +171,10 @@ public final class ConfigReader {
     if (instanceId.isBlank() || instanceId.length() > 100) {
       sidecar.fail("instance-id", "must be 1 to 100 characters (it prefixes the claim owner id stored in the ledger)");
     }
-    String listen = sidecar.hostPort("grpc-listen", DEFAULT_GRPC_LISTEN, 0, "127.0.0.1:7700");
+    String listen = sidecar.address("grpc-listen", DEFAULT_GRPC_LISTEN, 0, "127.0.0.1:7700");
+    if (listen != null && UnixSocket.is(listen) && !Files.isDirectory(UnixSocket.pathOf(listen).getParent())) {
+      sidecar.fail("grpc-listen", "directory " + UnixSocket.pathOf(listen).getParent() + " of the socket does not exist");
+    }
     String metrics = sidecar.hostPort("metrics-listen", null, 0, "0.0.0.0:9400");
     String admin = sidecar.hostPort("admin-listen", null, 0, "0.0.0.0:9401");
     if (admin != null && (admin.equals(listen) || admin.equals(metrics))) {
@@ -179,6 +184,7 @@ public final class ConfigReader {
     Duration shutdown = sidecar.duration("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT);
     Duration commitInterval = sidecar.duration("commit-interval", DEFAULT_COMMIT_INTERVAL);
     String logFormat = readLogFormat(sidecar);
+    ApiSecurity security = readApiSecurity(sidecar, listen);
     sidecar.done();
 
     Node k = root.object("kafka");
@@ -284,7 +290,7 @@ public final class ConfigReader {
     root.done();
     return new SidecarConfig(
         instanceId, listen, metrics, admin, shutdown, commitInterval, new KafkaConfig(bootstrap, props, createTopics), mysql, redis,
-        Collections.unmodifiableMap(machines), List.copyOf(routes), logFormat, tracing);
+        Collections.unmodifiableMap(machines), List.copyOf(routes), logFormat, tracing, security);
   }
 
   /** {@code sidecar.log-format}, by default {@value #LOG_FORMAT_ENV} or {@code text}. */
@@ -345,6 +351,108 @@ public final class ConfigReader {
       return null;
     } catch (java.net.URISyntaxException e) {
       return "is not a URL (" + e.getReason() + ")";
+    }
+  }
+
+  /** {@code sidecar.tls}, {@code sidecar.auth} and {@code sidecar.reload-interval}. */
+  private static ApiSecurity readApiSecurity(Node sidecar, String listen) {
+    Duration reload = sidecar.duration("reload-interval", DEFAULT_RELOAD_INTERVAL);
+    if (reload.compareTo(Duration.ofMillis(100)) < 0) {
+      sidecar.fail("reload-interval", "must be at least 100ms");
+    }
+    Node t = sidecar.optObject("tls");
+    TlsConfig tls = null;
+    if (t.node != null) {
+      Path cert = pemCertificates(t, "cert-file", true);
+      Path key = pemKey(t, "key-file", true, cert);
+      Path ca = pemCertificates(t, "client-ca-file", false);
+      tls = new TlsConfig(cert, key, ca, null);
+      if (listen != null && UnixSocket.is(listen)) {
+        sidecar.fail("tls", "meaningless on a Unix socket (grpc-listen " + listen + "): only this host reaches it, "
+            + "and the socket file's permissions decide who; remove sidecar.tls or listen on host:port");
+      }
+    }
+    t.done();
+    Node a = sidecar.optObject("auth");
+    Path token = null;
+    String tokenFile = a.string("token-file", null);
+    if (tokenFile != null) {
+      token = Path.of(tokenFile);
+      String problem = tokenFileProblem(token);
+      if (problem != null) {
+        a.fail("token-file", problem);
+      }
+    }
+    List<String> allowed = a.stringList("allowed-clients", false);
+    if (!allowed.isEmpty() && (tls == null || tls.caFile() == null)) {
+      a.fail("allowed-clients", "client names are only known with mTLS: set sidecar.tls.client-ca-file too");
+    }
+    a.done();
+    return new ApiSecurity(tls, token, List.copyOf(allowed), reload);
+  }
+
+  /** {@code routes[].target-tls}; {@code null} when absent. */
+  private static TlsConfig readTargetTls(Node route, Mode mode, String target) {
+    Node t = route.optObject("target-tls");
+    if (t.node == null) {
+      return null;
+    }
+    Path ca = pemCertificates(t, "ca-file", false);
+    Path cert = pemCertificates(t, "cert-file", false);
+    Path key = pemKey(t, "key-file", cert != null, cert);
+    if (key != null && !t.has("cert-file")) {
+      t.missing("cert-file", "required with key-file: the client certificate for mTLS");
+    }
+    String authority = t.string("authority", null);
+    t.done();
+    if (mode == Mode.PULL) {
+      route.fail("target-tls", "only meaningful in push mode (in pull mode the business connects to sidecar.grpc-listen)");
+    } else if (target != null && UnixSocket.is(target)) {
+      route.fail("target-tls", "meaningless on a Unix socket target (" + target + "): only this host reaches it, "
+          + "and the socket file's permissions decide who; remove target-tls or use host:port");
+    }
+    return new TlsConfig(cert, key, ca, authority);
+  }
+
+  /** A PEM certificate file setting; {@code null} when absent or unusable (reported, naming the file). */
+  private static Path pemCertificates(Node n, String key, boolean required) {
+    String s = required ? n.requiredString(key) : n.string(key, null);
+    if (s == null) {
+      return null;
+    }
+    String problem = PemFiles.certificatesProblem(Path.of(s));
+    if (problem != null) {
+      n.fail(key, problem);
+      return null;
+    }
+    return Path.of(s);
+  }
+
+  /** A PEM private key setting, checked against {@code certFile} when that is usable. */
+  private static Path pemKey(Node n, String key, boolean required, Path certFile) {
+    String s = required ? n.requiredString(key) : n.string(key, null);
+    if (s == null) {
+      return null;
+    }
+    String problem = PemFiles.keyProblem(Path.of(s), certFile);
+    if (problem != null) {
+      n.fail(key, problem);
+      return null;
+    }
+    return Path.of(s);
+  }
+
+  /** Why the bearer token file cannot be used, or {@code null}; never shows the token. */
+  private static String tokenFileProblem(Path file) {
+    try {
+      if (Files.readString(file).isBlank()) {
+        return "file " + file + " is empty (it must hold the bearer token)";
+      }
+      return null;
+    } catch (java.nio.file.NoSuchFileException e) {
+      return "file " + file + " does not exist";
+    } catch (IOException | RuntimeException e) {
+      return "file " + file + " cannot be read: " + e.getMessage();
     }
   }
 
@@ -659,7 +767,7 @@ public final class ConfigReader {
     } catch (IllegalArgumentException e) {
       n.fail("mode", "'" + modeText + "' is not one of push, pull");
     }
-    String target = n.hostPort("target", null, 1, "127.0.0.1:7000");
+    String target = n.address("target", null, 1, "127.0.0.1:7000");
     if (mode == Mode.PUSH && target == null && !n.has("target")) {
       n.missing("target", "required in push mode: host:port of the business container's MessageHandler");
     }
@@ -701,13 +809,14 @@ public final class ConfigReader {
       rn.fail("max-backoff", "must not be smaller than initial-backoff");
     }
     rn.done();
+    TlsConfig targetTls = readTargetTls(n, mode, target);
     n.done();
     if (name == null || topics.isEmpty() || esc == null || mode == null) {
       return null;
     }
     return new RouteConfig(name, List.copyOf(topics), group, machine, entity, event, List.copyOf(key), List.copyOf(fp),
         List.copyOf(fpExclude), mode, target, handlerTimeout, ttl, lease, early, earlyRetry, esc, verdict, perPartition, total,
-        uncommitted, reorderWindow, retry);
+        uncommitted, reorderWindow, retry, targetTls);
   }
 
   private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h|d)");
@@ -1034,6 +1143,20 @@ public final class ConfigReader {
       String problem = hostPortProblem(s, minPort);
       if (problem != null) {
         fail(key, problem + ", e.g. " + example);
+        return null;
+      }
+      return s;
+    }
+
+    /** {@link #hostPort}, or a Unix socket address {@code unix:///absolute/path}. */
+    String address(String key, String def, int minPort, String example) {
+      String s = value(key, def);
+      if (s == null || s.equals(def)) {
+        return s;
+      }
+      String problem = UnixSocket.is(s) ? UnixSocket.problem(s) : hostPortProblem(s, minPort);
+      if (problem != null) {
+        fail(key, problem + ", e.g. " + (UnixSocket.is(s) ? "unix:///run/onceguard/grpc.sock" : example));
         return null;
       }
       return s;

@@ -17,7 +17,8 @@ import java.util.List;
  *     canonicalised, {@code fingerprintExclude} removed, or the raw bytes if not JSON)
  * @param fingerprintExclude JSON pointers removed from the value before fingerprinting
  * @param mode PUSH (the sidecar calls the business's MessageHandler) or PULL (Deliveries stream)
- * @param target {@code host:port} of the business's MessageHandler (push mode)
+ * @param target {@code host:port} of the business's MessageHandler (push mode), or
+ *     {@code unix:///absolute/path} for a Unix domain socket
  * @param escalationTopic where ILLEGAL_TRANSITION_ESCALATE records go
  * @param verdictTopic optional topic receiving every verdict; {@code null} for none
  * @param maxUncommittedPerPartition a partition pauses while this many of its records are taken and
@@ -26,6 +27,7 @@ import java.util.List;
  * @param reorderWindow records of one entity (per partition) that may be in process at once while
  *     the earlier ones wait as early arrivals, so that a swapped pair heals; 1 keeps strict
  *     per-entity offset order
+ * @param targetTls TLS on the channel to {@code target}, or {@code null} for plaintext
  */
 public record RouteConfig(
     String name,
@@ -50,7 +52,8 @@ public record RouteConfig(
     int maxInFlight,
     int maxUncommittedPerPartition,
     int reorderWindow,
-    RetryConfig retry) {
+    RetryConfig retry,
+    TlsConfig targetTls) {
 
   public enum Mode {
     PUSH,

@@ -13,6 +13,9 @@ import java.util.Map;
  *     {@code /metrics}), or {@code null} for none
  * @param logFormat {@code text} (one line per event) or {@code json} (one JSON object per line)
  * @param tracing the {@code tracing} section; {@link TracingConfig#OFF} when absent
+ * @param grpcListen {@code host:port} of the gRPC server, or {@code unix:///absolute/path} for a Unix
+ *     domain socket
+ * @param security TLS of the gRPC server and who may call its Guard and Deliveries services
  */
 public record SidecarConfig(
     String instanceId,
@@ -27,7 +30,8 @@ public record SidecarConfig(
     Map<String, MachineConfig> machines,
     List<RouteConfig> routes,
     String logFormat,
-    TracingConfig tracing) {
+    TracingConfig tracing,
+    ApiSecurity security) {
 
   /**
    * @param properties extra Kafka client properties, applied to consumers and producers (after
@@ -158,6 +162,30 @@ public record SidecarConfig(
     /** The URIs in {@link #uri}, one per seed node. */
     public List<String> uris() {
       return uri == null ? List.of() : Arrays.stream(uri.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList();
+    }
+  }
+
+  /**
+   * How the sidecar's gRPC server is secured. Health stays open to every caller (probes).
+   *
+   * @param tls TLS on {@code grpc-listen} ({@code sidecar.tls}), or {@code null} for plaintext
+   * @param tokenFile file holding the bearer token that Guard and Deliveries callers must send
+   *     ({@code sidecar.auth.token-file}), or {@code null}
+   * @param allowedClients with mTLS, client certificate names (subject CN or a DNS/URI/IP SAN)
+   *     allowed to call Guard and Deliveries ({@code sidecar.auth.allowed-clients}); empty: any
+   *     certificate the client CA signed
+   * @param reloadInterval how often certificate, key, CA and token files (also the routes') are
+   *     checked for changes ({@code sidecar.reload-interval})
+   */
+  public record ApiSecurity(TlsConfig tls, java.nio.file.Path tokenFile, List<String> allowedClients, Duration reloadInterval) {
+    /** Plaintext, no authentication: the default. */
+    public static ApiSecurity none() {
+      return new ApiSecurity(null, null, List.of(), ConfigReader.DEFAULT_RELOAD_INTERVAL);
+    }
+
+    /** True when Guard and Deliveries calls must authenticate (a token, or an allowed client name). */
+    public boolean authenticates() {
+      return tokenFile != null || !allowedClients.isEmpty();
     }
   }
 }

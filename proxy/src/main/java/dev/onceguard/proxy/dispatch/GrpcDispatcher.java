@@ -5,11 +5,13 @@ import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.HandleResult;
 import dev.onceguard.v1.MessageHandlerGrpc;
 import dev.onceguard.v1.MessageHandlerGrpc.MessageHandlerFutureStub;
+import io.grpc.ChannelCredentials;
 import io.grpc.ConnectivityState;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.stub.MetadataUtils;
 import io.opentelemetry.api.trace.Span;
@@ -27,8 +29,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Push-mode {@link Dispatcher}: calls the business container's {@code MessageHandler.Handle} over
- * one plaintext channel to {@code host:port} (the business runs next to the sidecar, in the same
- * pod) and maps the answer:
+ * one channel to {@code host:port} or a Unix socket (the business runs next to the sidecar, in the
+ * same pod), plaintext or TLS, and maps the answer:
  *
  * <table>
  *   <caption>mapping</caption>
@@ -66,6 +68,8 @@ public final class GrpcDispatcher implements Dispatcher {
       (md, key, value) -> md.put(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER), value);
 
   private final String target;
+  /** A plaintext channel to host:port, where a business serving TLS shows as a closed connection. */
+  private final boolean plaintextTcp;
   private final ManagedChannel channel;
   private final MessageHandlerFutureStub stub;
 
@@ -75,6 +79,11 @@ public final class GrpcDispatcher implements Dispatcher {
    * @param target what the channel points at, for logs and messages
    */
   public GrpcDispatcher(String target, ManagedChannel channel) {
+    this(target, channel, false);
+  }
+
+  private GrpcDispatcher(String target, ManagedChannel channel, boolean plaintextTcp) {
+    this.plaintextTcp = plaintextTcp;
     this.target = target;
     this.channel = channel;
     this.stub = MessageHandlerGrpc.newFutureStub(channel);
@@ -82,16 +91,38 @@ public final class GrpcDispatcher implements Dispatcher {
 
   /** A plaintext channel to {@code host:port} (a validated route target). */
   public static GrpcDispatcher forTarget(String hostPort) {
-    int colon = hostPort.lastIndexOf(':');
-    if (colon <= 0) {
-      throw new IllegalArgumentException("target is not host:port: '" + hostPort + "'");
+    return forTarget(hostPort, InsecureChannelCredentials.create(), null);
+  }
+
+  /**
+   * A channel to a validated route target: {@code host:port}, or {@code unix:///path} (a Unix
+   * domain socket, served by grpc-netty's epoll transport on Linux).
+   *
+   * @param credentials plaintext or TLS (see {@code GrpcSecurity})
+   * @param authority the name the business's TLS certificate must carry instead of the host, or
+   *     {@code null}
+   */
+  public static GrpcDispatcher forTarget(String target, ChannelCredentials credentials, String authority) {
+    return new GrpcDispatcher(target, channel(target, credentials, authority),
+        credentials instanceof io.grpc.InsecureChannelCredentials && !target.startsWith("unix:"));
+  }
+
+  /** The channel {@link #forTarget(String, ChannelCredentials, String)} uses; the caller owns it. */
+  public static ManagedChannel channel(String target, ChannelCredentials credentials, String authority) {
+    ManagedChannelBuilder<?> b;
+    if (target.startsWith("unix:")) {
+      b = Grpc.newChannelBuilder(target, credentials);
+    } else {
+      int colon = target.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new IllegalArgumentException("target is not host:port: '" + target + "'");
+      }
+      b = Grpc.newChannelBuilderForAddress(target.substring(0, colon), Integer.parseInt(target.substring(colon + 1)), credentials);
     }
-    String host = hostPort.substring(0, colon);
-    int port = Integer.parseInt(hostPort.substring(colon + 1));
-    ManagedChannel ch = Grpc.newChannelBuilderForAddress(host, port, InsecureChannelCredentials.create())
-        .userAgent("onceguard-sidecar")
-        .build();
-    return new GrpcDispatcher(hostPort, ch);
+    if (authority != null) {
+      b.overrideAuthority(authority);
+    }
+    return b.userAgent("onceguard-sidecar").build();
   }
 
   @Override
@@ -126,7 +157,7 @@ public final class GrpcDispatcher implements Dispatcher {
       return CompletableFuture.completedFuture(fromStatus(Status.fromThrowable(e)));
     }
     CallFuture result = new CallFuture(call);
-    call.addListener(() -> result.complete(resultOf(call)), Runnable::run);
+    call.addListener(() -> result.complete(withHint(resultOf(call))), Runnable::run);
     return result;
   }
 
@@ -142,6 +173,18 @@ public final class GrpcDispatcher implements Dispatcher {
       Thread.currentThread().interrupt();
       return DispatchResult.retry("interrupted");
     }
+  }
+
+  /**
+   * A plaintext client's HTTP/2 preface on a TLS port makes the server close the connection, which
+   * gRPC reports as {@code UNAVAILABLE: Network closed for unknown reason}: say what it likely means.
+   */
+  private DispatchResult withHint(DispatchResult r) {
+    if (plaintextTcp && r.kind() == DispatchResult.Kind.RETRY && r.message().contains("Network closed for unknown reason")) {
+      return new DispatchResult(r.kind(), r.message() + " (if the business serves TLS, configure this route's target-tls)",
+          r.retryAfter(), r.maybeDelivered(), r.businessDown());
+    }
+    return r;
   }
 
   /** Maps a business answer. Package-private for tests. */
@@ -165,20 +208,36 @@ public final class GrpcDispatcher implements Dispatcher {
       case OK, ALREADY_EXISTS -> DispatchResult.ok();
       case INVALID_ARGUMENT, FAILED_PRECONDITION -> DispatchResult.reject("business call failed: " + text);
       case UNAVAILABLE -> couldNotConnect(s)
-          ? DispatchResult.businessDown("business unreachable: " + text)
+          ? DispatchResult.businessDown("business unreachable: " + text + handshakeFailure(s))
           : DispatchResult.retry("business call failed: " + text);
       default -> DispatchResult.retry("business call failed: " + text);
     };
   }
 
-  /** The call failed before any connection existed: the business did not get it. */
+  /**
+   * The call failed before any connection existed (on a Unix socket target, a missing socket file
+   * comes as {@code FileNotFoundException}), or before its TLS handshake completed: the business
+   * did not get it. A refused handshake (wrong CA, expired or misnamed certificate) is a
+   * configuration problem; retrying without bound keeps the records for when it is fixed.
+   */
   private static boolean couldNotConnect(Status s) {
     for (Throwable t = s.getCause(); t != null; t = t.getCause()) {
-      if (t instanceof java.net.ConnectException) {
+      if (t instanceof java.net.ConnectException || t instanceof java.io.FileNotFoundException
+          || t instanceof javax.net.ssl.SSLHandshakeException) {
         return true;
       }
     }
     return false;
+  }
+
+  /** {@code " (TLS handshake failed: ...)"} when that is why, else empty: gRPC's description does not say it. */
+  private static String handshakeFailure(Status s) {
+    for (Throwable t = s.getCause(); t != null; t = t.getCause()) {
+      if (t instanceof javax.net.ssl.SSLHandshakeException) {
+        return " (TLS handshake failed: " + t.getMessage() + ")";
+      }
+    }
+    return "";
   }
 
   private static String messageOr(String m, String def) {

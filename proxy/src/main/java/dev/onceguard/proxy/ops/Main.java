@@ -399,6 +399,9 @@ public final class Main implements Runnable {
     StringBuilder sb = new StringBuilder();
     sb.append("configuration ").append(file).append(" is valid\n");
     sb.append("sidecar: instance-id=").append(c.instanceId()).append(", grpc-listen=").append(c.grpcListen())
+        .append(c.security().tls() == null ? "" : c.security().tls().caFile() == null ? " (TLS)" : " (mTLS)")
+        .append(c.security().tokenFile() == null ? "" : ", bearer token from " + c.security().tokenFile())
+        .append(c.security().allowedClients().isEmpty() ? "" : ", allowed clients " + c.security().allowedClients())
         .append(", shutdown-timeout=").append(c.shutdownTimeout()).append(", commit-interval=").append(c.commitInterval()).append('\n');
     sb.append("kafka: ").append(c.kafka().bootstrapServers()).append(", ").append(c.kafka().properties().size())
         .append(" extra properties\n");
@@ -417,6 +420,7 @@ public final class Main implements Runnable {
       sb.append("route ").append(r.name()).append(": topics ").append(r.topics()).append(", group ").append(r.group())
           .append(", ").append(r.mode().name().toLowerCase(java.util.Locale.ROOT))
           .append(r.target() == null ? "" : " -> " + r.target())
+          .append(r.targetTls() == null ? "" : r.targetTls().certFile() == null ? " (TLS)" : " (mTLS)")
           .append(r.hasMachine() ? ", machine " + r.machine() : ", no machine")
           .append(", business-key ").append(r.businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
           .append(", in flight ").append(r.maxInFlightPerPartition()).append("/partition ").append(r.maxInFlight()).append(" total\n");

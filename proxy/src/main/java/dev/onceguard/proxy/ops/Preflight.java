@@ -2,13 +2,20 @@ package dev.onceguard.proxy.ops;
 
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.config.UnixSocket;
+import dev.onceguard.proxy.dispatch.GrpcDispatcher;
 import dev.onceguard.proxy.escalate.Escalator;
 import dev.onceguard.proxy.ops.Probes.Check;
 import dev.onceguard.proxy.ops.Probes.Report;
 import dev.onceguard.proxy.ops.Probes.Status;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
+import dev.onceguard.proxy.security.GrpcSecurity;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.RedisIdempotencyCache;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthGrpc;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -18,6 +25,9 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -41,7 +51,7 @@ import org.slf4j.Logger;
  * blamed on its component: Kafka (the source, escalation and verdict topics of every route exist,
  * with their partition counts), MySQL (it answers, and the user holds the privileges the sidecar
  * needs on the database), Redis (a PING, when configured) and each push route's business target (a
- * TCP connection). Also what {@code run} checks of its topics at start ({@link #prepareTopics}).
+ * TCP or Unix socket connection; with {@code target-tls}, a TLS handshake). Also what {@code run} checks of its topics at start ({@link #prepareTopics}).
  *
  * <p>Blocking: every remote check is bounded by the timeout (MySQL by its driver's 5 s connect
  * timeout); the checks of the four components run in parallel. Writes nothing, except that MySQL
@@ -177,17 +187,54 @@ final class Preflight {
     }
   }
 
-  private Check target(RouteConfig rc) {
+  /** The check of one route's business target. Package-private for tests. */
+  Check target(RouteConfig rc) {
     if (rc.mode() != RouteConfig.Mode.PUSH) {
       return new Check("target", Status.SKIPPED, "pull mode: the business connects to the sidecar");
     }
     String t = rc.target();
+    if (rc.targetTls() != null) {
+      return tlsTarget(rc);
+    }
+    if (UnixSocket.is(t)) {
+      try (SocketChannel s = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+        s.connect(UnixDomainSocketAddress.of(UnixSocket.pathOf(t)));
+        return Check.ok("target", "business target " + t + " accepts connections");
+      } catch (IOException e) {
+        return Check.fail("target", "business target " + t + " cannot be reached: " + message(e));
+      }
+    }
     int colon = t.lastIndexOf(':');
     try (Socket s = new Socket()) {
       s.connect(new InetSocketAddress(t.substring(0, colon), Integer.parseInt(t.substring(colon + 1))), (int) timeout.toMillis());
       return Check.ok("target", "business target " + t + " accepts connections");
     } catch (IOException | IllegalArgumentException e) {
       return Check.fail("target", "business target " + t + " cannot be reached: " + message(e));
+    }
+  }
+
+  /**
+   * A TLS target: a health check over the route's own credentials. Any answer but
+   * {@code UNAVAILABLE} or a timeout (e.g. {@code UNIMPLEMENTED} from a business without the
+   * health service) means the handshake succeeded; never calls {@code Handle}.
+   */
+  private Check tlsTarget(RouteConfig rc) {
+    String t = rc.target();
+    try (GrpcSecurity security = new GrpcSecurity(Duration.ofHours(1))) {
+      ManagedChannel ch = GrpcDispatcher.channel(t, security.channelCredentials(rc.targetTls()), rc.targetTls().authority());
+      try {
+        HealthGrpc.newBlockingStub(ch).withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+            .check(HealthCheckRequest.getDefaultInstance());
+      } catch (StatusRuntimeException e) {
+        if (e.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE || e.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
+          return Check.fail("target", "business target " + t + " (TLS): " + message(e));
+        }
+      } finally {
+        ch.shutdownNow();
+      }
+      return Check.ok("target", "business target " + t + " completed a TLS handshake");
+    } catch (IOException e) {
+      return Check.fail("target", "business target " + t + " (TLS): " + e.getMessage());
     }
   }
 

@@ -3,6 +3,7 @@ package dev.onceguard.proxy.ops;
 import dev.onceguard.proxy.config.ConfigException;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.config.UnixSocket;
 import dev.onceguard.proxy.dispatch.Dispatcher;
 import dev.onceguard.proxy.dispatch.GrpcDispatcher;
 import dev.onceguard.proxy.pipeline.ConsumerProperties;
@@ -11,11 +12,15 @@ import dev.onceguard.proxy.pipeline.ProcessorFactory;
 import dev.onceguard.proxy.pipeline.RecordProcessor;
 import dev.onceguard.proxy.pipeline.RouteConsumer;
 import dev.onceguard.proxy.pipeline.RouteContext;
+import dev.onceguard.proxy.security.ApiAuth;
+import dev.onceguard.proxy.security.GrpcSecurity;
+import dev.onceguard.proxy.security.UnixServer;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.ExecutorScheduler;
 import io.grpc.BindableService;
-import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
+import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
@@ -36,8 +41,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The running sidecar: per route a {@link Dispatcher}, a {@link RecordProcessor} (from the
  * {@link ProcessorFactory}) and a {@link RouteConsumer}; and a gRPC server on
- * {@code sidecar.grpc-listen} serving the standard {@code grpc.health.v1.Health} service (overall
- * service name {@code ""}, and one per route name) plus any extra services given.
+ * {@code sidecar.grpc-listen} ({@code host:port} or a Unix socket; TLS per {@code sidecar.tls})
+ * serving the standard {@code grpc.health.v1.Health} service (overall service name {@code ""}, and
+ * one per route name), open to all, plus any extra services given, which authenticate their
+ * callers when {@code sidecar.auth} says so ({@link ApiAuth}).
  *
  * <p>Readiness: the overall service is {@code NOT_SERVING} until every route consumer has started,
  * then {@code SERVING}; back to {@code NOT_SERVING} first thing on {@link #close()} (before
@@ -70,6 +77,10 @@ public final class Sidecar implements AutoCloseable {
   private State state = State.NEW;
   private ExecutorScheduler scheduler;
   private volatile Server server;
+  /** Credentials of the server and the routes' channels; files watched until close. */
+  private GrpcSecurity security;
+  /** The event loops of a Unix socket server, or {@code null}. */
+  private UnixServer unixServer;
   /** Set once every route consumer started; read by probes. */
   private volatile boolean consuming;
   /** Set first thing in {@link #close()}; route health is written only while false, under {@link #health}. */
@@ -102,6 +113,7 @@ public final class Sidecar implements AutoCloseable {
     try {
       health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
       config.routes().forEach(rc -> health.setStatus(rc.name(), ServingStatus.NOT_SERVING));
+      security = new GrpcSecurity(config.security().reloadInterval());
       server = startServer();
       scheduler = new ExecutorScheduler("onceguard-timer");
       DeliveryIds ids = DeliveryIds.random();
@@ -121,8 +133,9 @@ public final class Sidecar implements AutoCloseable {
       }
       health.setStatus(HEALTH_SERVICE, ServingStatus.SERVING);
       consuming = true;
-      log.info("sidecar {} started: {} route(s), gRPC on {}:{}", config.instanceId(), routes.size(),
-          hostOf(config.grpcListen()), server.getPort());
+      log.info("sidecar {} started: {} route(s), gRPC on {}{}", config.instanceId(), routes.size(),
+          UnixSocket.is(config.grpcListen()) ? config.grpcListen() : hostOf(config.grpcListen()) + ":" + server.getPort(),
+          config.security().tls() == null ? "" : " (TLS" + (config.security().tls().caFile() == null ? ")" : ", client certificates required)"));
     } catch (IOException | RuntimeException e) {
       closeResources();
       state = State.CLOSED;
@@ -131,21 +144,60 @@ public final class Sidecar implements AutoCloseable {
   }
 
   private Server startServer() throws IOException {
-    String host = hostOf(config.grpcListen());
-    int port = Integer.parseInt(config.grpcListen().substring(config.grpcListen().lastIndexOf(':') + 1));
-    NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), InsecureServerCredentials.create())
-        .addService(health.getHealthService());
-    services.forEach(b::addService);
+    SidecarConfig.ApiSecurity sec = config.security();
+    ServerCredentials credentials;
+    try {
+      credentials = security.serverCredentials(sec.tls());
+    } catch (IOException e) {
+      throw new ConfigException("sidecar.tls: " + e.getMessage(), e);
+    }
+    NettyServerBuilder b;
+    if (UnixSocket.is(config.grpcListen())) {
+      try {
+        unixServer = UnixServer.bind(UnixSocket.pathOf(config.grpcListen()), credentials);
+      } catch (IOException e) {
+        throw listenFailure(e);
+      }
+      b = unixServer.builder();
+    } else {
+      String host = hostOf(config.grpcListen());
+      int port = Integer.parseInt(config.grpcListen().substring(config.grpcListen().lastIndexOf(':') + 1));
+      b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), credentials);
+    }
+    b.addService(health.getHealthService());
+    ApiAuth auth = null;
+    if (sec.authenticates()) {
+      try {
+        auth = new ApiAuth(sec.tokenFile() == null ? null : security.token(sec.tokenFile()), sec.allowedClients());
+      } catch (IOException e) {
+        throw new ConfigException("sidecar.auth.token-file: " + e.getMessage(), e);
+      }
+    }
+    for (BindableService s : services) {
+      // health stays open (probes); the Guard API and Deliveries authenticate when configured
+      b.addService(auth == null ? s.bindService() : ServerInterceptors.intercept(s, auth));
+    }
     try {
       return b.build().start();
     } catch (IOException e) {
-      throw new IOException("cannot listen on sidecar.grpc-listen " + config.grpcListen() + ": " + e.getMessage(), e);
+      throw listenFailure(e);
     }
+  }
+
+  private IOException listenFailure(IOException e) {
+    return new IOException("cannot listen on sidecar.grpc-listen " + config.grpcListen() + ": " + e.getMessage(), e);
   }
 
   private void build(Route r, DeliveryIds ids) {
     RouteConfig rc = r.config;
-    r.dispatcher = rc.mode() == RouteConfig.Mode.PUSH ? GrpcDispatcher.forTarget(rc.target()) : null;
+    if (rc.mode() == RouteConfig.Mode.PUSH) {
+      try {
+        r.dispatcher = GrpcDispatcher.forTarget(rc.target(), security.channelCredentials(rc.targetTls()),
+            rc.targetTls() == null ? null : rc.targetTls().authority());
+      } catch (IOException e) {
+        throw new ConfigException("routes (route '" + rc.name() + "').target-tls: " + e.getMessage(), e);
+      }
+    }
     r.processor = processors.create(new RouteContext(config, rc, r.dispatcher, scheduler, clock, ids));
     ConsumerProperties props = ConsumerProperties.of(config, rc);
     props.ignored().forEach(log::warn);
@@ -338,6 +390,12 @@ public final class Sidecar implements AutoCloseable {
         server.shutdownNow();
         Thread.currentThread().interrupt();
       }
+    }
+    if (unixServer != null) {
+      unixServer.close();
+    }
+    if (security != null) {
+      security.close();
     }
   }
 
