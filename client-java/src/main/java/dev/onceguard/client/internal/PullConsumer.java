@@ -182,7 +182,15 @@ public final class PullConsumer<K, V> {
       closeQuietly(key, "key deserializer");
       throw e;
     }
-    ManagedChannel owned = channel == null ? Channels.open(settings.target(), settings.security()) : null;
+    ManagedChannel owned;
+    try {
+      owned = channel == null ? Channels.open(settings.target(), settings.security()) : null;
+    } catch (RuntimeException e) {
+      // an unreadable TLS or token file
+      closeQuietly(key, "key deserializer");
+      closeQuietly(value, "value deserializer");
+      throw e;
+    }
     return new PullConsumer<>(channel != null ? channel : owned, owned, settings, key, value, recordsFactory);
   }
 

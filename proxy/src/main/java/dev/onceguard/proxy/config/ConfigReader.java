@@ -316,7 +316,7 @@ public final class ConfigReader {
     if (endpoint != null) {
       String problem = otlpEndpointProblem(endpoint);
       if (problem != null) {
-        t.fail("otlp-endpoint", "'" + endpoint + "'" + (inFile ? "" : " (from " + OTLP_ENDPOINT_ENV + ")") + " " + problem
+        t.fail("otlp-endpoint", "'" + Secrets.withoutUserInfo(endpoint) + "'" + (inFile ? "" : " (from " + OTLP_ENDPOINT_ENV + ")") + " " + problem
             + ", e.g. http://otel-collector:4318");
         endpoint = null;
       }

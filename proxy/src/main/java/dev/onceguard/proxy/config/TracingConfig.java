@@ -17,4 +17,10 @@ public record TracingConfig(String otlpEndpoint, double sampleRatio) {
   public boolean enabled() {
     return otlpEndpoint != null;
   }
+
+  @Override
+  public String toString() {
+    // an endpoint may carry credentials (https://user:token@collector)
+    return "TracingConfig[" + (otlpEndpoint == null ? "off" : Secrets.withoutUserInfo(otlpEndpoint)) + ", sample ratio " + sampleRatio + "]";
+  }
 }

@@ -166,6 +166,11 @@ public final class Sidecar implements AutoCloseable {
     }
     b.addService(health.getHealthService());
     ApiAuth auth = null;
+    if (sec.tokenFile() != null && sec.tls() == null && !UnixSocket.is(config.grpcListen())
+        && !isLoopback(hostOf(config.grpcListen()))) {
+      log.warn("sidecar.auth.token-file is set but sidecar.grpc-listen {} is not loopback and sidecar.tls is not set: the bearer "
+          + "token crosses the network in plaintext (fine only if a service mesh encrypts it)", config.grpcListen());
+    }
     if (sec.authenticates()) {
       try {
         auth = new ApiAuth(sec.tokenFile() == null ? null : security.token(sec.tokenFile()), sec.allowedClients());
@@ -178,7 +183,11 @@ public final class Sidecar implements AutoCloseable {
       b.addService(auth == null ? s.bindService() : ServerInterceptors.intercept(s, auth));
     }
     try {
-      return b.build().start();
+      io.grpc.Server server = b.build().start();
+      if (unixServer != null) {
+        unixServer.openToGroup(UnixSocket.pathOf(config.grpcListen()));
+      }
+      return server;
     } catch (IOException e) {
       throw listenFailure(e);
     }
@@ -401,6 +410,11 @@ public final class Sidecar implements AutoCloseable {
 
   private static String hostOf(String hostPort) {
     return hostPort.substring(0, hostPort.lastIndexOf(':'));
+  }
+
+  private static boolean isLoopback(String host) {
+    String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    return h.equals("localhost") || h.startsWith("127.") || h.equals("::1");
   }
 
   /** One route's parts; fields are null until built. */

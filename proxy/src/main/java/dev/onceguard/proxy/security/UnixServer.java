@@ -69,6 +69,15 @@ public final class UnixServer implements AutoCloseable {
     throw new IOException("another server is listening on " + path);
   }
 
+  /**
+   * Lets the socket file's group connect too ({@code rw-rw----}): under the usual umask only its
+   * owner could, and a business container often runs as another user of a shared group
+   * (Kubernetes' {@code fsGroup} on the shared volume). Others still cannot.
+   */
+  public void openToGroup(Path path) throws IOException {
+    Files.setPosixFilePermissions(path, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+  }
+
   /** Releases the event loops (the server must be shut down first). */
   @Override
   public void close() {

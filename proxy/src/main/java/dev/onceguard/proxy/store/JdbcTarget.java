@@ -115,11 +115,7 @@ public final class JdbcTarget {
   /** What to check when {@code e} is about TLS; {@code null} when it is not. */
   private String tlsHint(SQLException e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      // the driver reports some certificate failures in its own words, without an SSLException
-      // ("Self signed certificates. Either set sslMode=trust, ...")
-      String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(java.util.Locale.ROOT);
-      if (t instanceof javax.net.ssl.SSLException || t instanceof java.security.cert.CertificateException
-          || m.contains("ssl") || m.contains("certificate")) {
+      if (isCertificateRefusal(t)) {
         return "TLS to MySQL failed (mysql.ssl-mode " + tls.mode().setting() + (tls.ca() == null ? "" : ", mysql.ssl-ca " + tls.ca())
             + (tls.keystore() == null ? "" : ", mysql.ssl-keystore " + tls.keystore())
             + (tls.mode() == SslMode.VERIFY_FULL ? "; verify-full also needs mysql.host to be a name in the server's certificate" : "")
@@ -127,6 +123,21 @@ public final class JdbcTarget {
       }
     }
     return null;
+  }
+
+  /**
+   * A certificate or host name refused, or TLS asked of a server without it: configuration, which
+   * waiting does not fix. Not any {@code SSLException}: a connection reset or a handshake cut
+   * short while MySQL or a proxy restarts is an outage to wait out, not a reason to exit.
+   */
+  static boolean isCertificateRefusal(Throwable t) {
+    if (t instanceof java.security.cert.CertificateException || t instanceof javax.net.ssl.SSLPeerUnverifiedException) {
+      return true; // untrusted chain (PKIX), a name not in the certificate, an expired certificate
+    }
+    String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(java.util.Locale.ROOT);
+    // the driver's own words, without an exception of those types under them
+    return m.contains("self signed certificate") || m.contains("ssl not enabled in the server")
+        || m.contains("hostname verification failed") || m.contains("doesn't correspond to certificate");
   }
 
   private static final int ER_ACCESS_DENIED = 1045;

@@ -33,7 +33,8 @@ final class OtlpTracing {
         .setSampler(Sampler.parentBased(Sampler.traceIdRatioBased(config.sampleRatio())))
         .addSpanProcessor(BatchSpanProcessor.builder(exporter).build())
         .build();
-    log.info("tracing on: spans to {} (OTLP http/protobuf), service.name {}, sample ratio {}", url, serviceName,
+    log.info("tracing on: spans to {} (OTLP http/protobuf), service.name {}, sample ratio {}",
+        dev.onceguard.proxy.config.Secrets.withoutUserInfo(url), serviceName,
         config.sampleRatio());
     return new Tracing(provider.get(Tracing.SCOPE), () -> provider.shutdown().join(5, TimeUnit.SECONDS));
   }

@@ -53,4 +53,19 @@ class JdbcTargetTest {
     assertThat(p.getProperty("serverSslCert")).isNull();
     assertThat(p.getProperty("fallbackToSystemTrustStore")).isNull();
   }
+
+  @Test
+  void certificateRefusals_areConfiguration_butResetsAndCutHandshakesAreOutages() {
+    assertThat(JdbcTarget.isCertificateRefusal(new java.security.cert.CertificateException("No subject alternative names matching IP"))).isTrue();
+    assertThat(JdbcTarget.isCertificateRefusal(new javax.net.ssl.SSLPeerUnverifiedException("peer not authenticated"))).isTrue();
+    assertThat(JdbcTarget.isCertificateRefusal(new java.sql.SQLException("Self signed certificates. Either set sslMode=trust, ..."))).isTrue();
+    // the driver's host name check: an SSLException in its own words
+    assertThat(JdbcTarget.isCertificateRefusal(new javax.net.ssl.SSLException(
+        "DNS host \"localhost\" doesn't correspond to certificate CN \"mysql-server\" and SAN[{IP:\"127.0.0.1\"}]"))).isTrue();
+    // a restarting server or proxy: wait for it
+    assertThat(JdbcTarget.isCertificateRefusal(new javax.net.ssl.SSLException("Connection reset"))).isFalse();
+    assertThat(JdbcTarget.isCertificateRefusal(
+        new javax.net.ssl.SSLHandshakeException("Remote host terminated the handshake"))).isFalse();
+    assertThat(JdbcTarget.isCertificateRefusal(new java.sql.SQLException("Could not connect to ssl-db.internal:3306"))).isFalse();
+  }
 }
