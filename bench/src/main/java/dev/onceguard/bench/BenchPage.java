@@ -144,7 +144,7 @@ final class BenchPage {
     } else {
       md.append(String.format(Locale.ROOT,
           "The packaged sidecar (`java %s -jar proxy/target/onceguard.jar run --config …`) as its own process, VmRSS from"
-              + " `/proc/<pid>/status`: **%.0f MB** idle (3 s after it reported SERVING), **%.0f MB** peak (sampled every 50 ms) while it"
+              + " `/proc/<pid>/status`: **%.0f MB** idle (10 s after it reported SERVING), **%.0f MB** peak (sampled every 50 ms) while it"
               + " worked off a backlog of %,d records on a state-machine route.%n",
           String.join(" ", SidecarRss.JVM_FLAGS), r.rss.idleMb(), r.rss.loadMb(), o.records()));
     }
