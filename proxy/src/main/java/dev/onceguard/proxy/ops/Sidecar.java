@@ -185,7 +185,12 @@ public final class Sidecar implements AutoCloseable {
     try {
       io.grpc.Server server = b.build().start();
       if (unixServer != null) {
-        unixServer.openToGroup(UnixSocket.pathOf(config.grpcListen()));
+        try {
+          unixServer.openToGroup(UnixSocket.pathOf(config.grpcListen()));
+        } catch (IOException e) {
+          // serving already; only the socket's owner can connect
+          log.warn("could not make {} group-writable: {}", config.grpcListen(), e.toString());
+        }
       }
       return server;
     } catch (IOException e) {
