@@ -93,10 +93,29 @@ public final class ClusterScript implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (Boolean.getBoolean("cluster.keep-logs")) {
+        // for a post-mortem: copy the nodes' logs out before `down` removes the data dirs
+        Path logs = dir.resolveSibling(dir.getFileName() + "-logs");
+        copyLogs(dir, logs);
+        System.err.println("[ClusterScript] logs kept in " + logs);
+      }
       run(120, "down");
       deleteTree(dir);
     } catch (RuntimeException | IOException e) {
       System.err.println("[ClusterScript] cleanup of " + dir + " failed: " + e);
+    }
+  }
+
+  private static void copyLogs(Path from, Path to) throws IOException {
+    try (var files = Files.walk(from)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String n = f.getFileName().toString();
+        if (Files.isRegularFile(f) && (n.endsWith(".log") || n.endsWith(".err") || n.equals("env"))) {
+          Path target = to.resolve(from.relativize(f));
+          Files.createDirectories(target.getParent());
+          Files.copy(f, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
     }
   }
 
