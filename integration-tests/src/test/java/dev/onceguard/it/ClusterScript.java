@@ -94,10 +94,15 @@ public final class ClusterScript implements AutoCloseable {
   public void close() {
     try {
       if (Boolean.getBoolean("cluster.keep-logs")) {
-        // for a post-mortem: copy the nodes' logs out before `down` removes the data dirs
+        // for a post-mortem: copy the nodes' logs out before `down` removes the data dirs; the
+        // nodes still run and write, so a failed copy must never keep `down` from running
         Path logs = dir.resolveSibling(dir.getFileName() + "-logs");
-        copyLogs(dir, logs);
-        System.err.println("[ClusterScript] logs kept in " + logs);
+        try {
+          copyLogs(dir, logs);
+          System.err.println("[ClusterScript] logs kept in " + logs);
+        } catch (IOException | UncheckedIOException e) {
+          System.err.println("[ClusterScript] logs only partly kept in " + logs + ": " + e);
+        }
       }
       run(120, "down");
       deleteTree(dir);
@@ -113,7 +118,11 @@ public final class ClusterScript implements AutoCloseable {
         if (Files.isRegularFile(f) && (n.endsWith(".log") || n.endsWith(".err") || n.equals("env"))) {
           Path target = to.resolve(from.relativize(f));
           Files.createDirectories(target.getParent());
-          Files.copy(f, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+          try {
+            Files.copy(f, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+          } catch (java.nio.file.NoSuchFileException gone) {
+            // removed by its node meanwhile (a rolled log segment)
+          }
         }
       }
     }
