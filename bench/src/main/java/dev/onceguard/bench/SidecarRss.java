@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class SidecarRss {
   static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xms16m", "-Xmx384m", "-XX:TrimNativeHeapInterval=5000");
-  /** Two native-heap trim intervals: the start-up's compiler arenas have been given back. */
+  /** Two native-heap trim intervals (-XX:TrimNativeHeapInterval=5000) after SERVING. */
   private static final Duration SETTLE = Duration.ofSeconds(10);
 
   record Result(double idleMb, double loadMb) {}

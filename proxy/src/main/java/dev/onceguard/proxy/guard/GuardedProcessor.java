@@ -220,6 +220,26 @@ public final class GuardedProcessor implements RecordProcessor {
      * Once the record completed, later continuations (a call or a timer still running beside a
      * step that failed) do nothing: the retry owns the record from then on.
      */
+    /**
+     * {@link #step(java.util.function.BiConsumer)} that first ends the step's span with the outcome
+     * {@code outcome} gives for the result (null when the step failed): a late continuation, which
+     * {@code step} ignores, still ends (and exports) it.
+     */
+    <T> java.util.function.BiConsumer<T, Throwable> step(Span span, java.util.function.Function<T, String> outcome,
+        java.util.function.BiConsumer<T, Throwable> body) {
+      java.util.function.BiConsumer<T, Throwable> next = step(body);
+      return (v, e) -> {
+        String told;
+        try {
+          told = outcome.apply(v);
+        } catch (RuntimeException broken) {
+          told = null; // a malformed result: the body meets it too, and gives the record back
+        }
+        RecordSpan.end(span, told, e);
+        next.accept(v, e);
+      };
+    }
+
     <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
       return (v, e) -> {
         if (done.isDone()) {
@@ -288,8 +308,7 @@ public final class GuardedProcessor implements RecordProcessor {
         }
       }
       Span span = trace.step("onceguard.claim");
-      guard.claim(route, event, source).whenComplete(step((r, e) -> {
-        RecordSpan.end(span, r == null ? null : r.getClass().getSimpleName(), e);
+      guard.claim(route, event, source).whenComplete(step(span, r -> r == null ? null : r.getClass().getSimpleName(), (r, e) -> {
         if (e != null) {
           storeTrouble("claim", e, this::claim);
           return;
@@ -468,8 +487,7 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       Span span = trace.step("onceguard.escalate");
-      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step((x, e) -> {
-        RecordSpan.end(span, v.getReason().name(), e);
+      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
         if (e != null) {
           storeTrouble("escalation to " + route.escalationTopic(), e, () -> escalate(v));
           return;
@@ -580,8 +598,7 @@ public final class GuardedProcessor implements RecordProcessor {
         CompletableFuture<DispatchResult> call =
             dispatcher.dispatch(d, route.handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
-        call.whenComplete(step((res, e) -> {
-          RecordSpan.end(span, res == null ? null : res.kind().name(), e);
+        call.whenComplete(step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
           if (cancel.isCancelled()) {
             abandon();
             return;
@@ -665,8 +682,7 @@ public final class GuardedProcessor implements RecordProcessor {
         // must not let another owner forward the record again
         scheduleRenewal();
         Span span = trace.step("onceguard.confirm");
-        guard.confirm(route, claim).whenComplete(step((ok, e) -> {
-          RecordSpan.end(span, ok == null ? null : ok ? "confirmed" : "taken over", e);
+        guard.confirm(route, claim).whenComplete(step(span, ok -> ok == null ? null : ok ? "confirmed" : "taken over", (ok, e) -> {
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
@@ -683,8 +699,7 @@ public final class GuardedProcessor implements RecordProcessor {
       void abort(String why) {
         scheduleRenewal();
         Span span = trace.step("onceguard.abort");
-        guard.abort(claim).whenComplete(step((ok, e) -> {
-          RecordSpan.end(span, ok == null ? null : ok ? "aborted" : "taken over", e);
+        guard.abort(claim).whenComplete(step(span, ok -> ok == null ? null : ok ? "aborted" : "taken over", (ok, e) -> {
           if (e != null) {
             storeTrouble("abort", e, () -> abort(why));
             return;
