@@ -101,14 +101,15 @@ bench-quick: build
 # make chaos: rounds of the order scenario with sidecar processes while faults are injected at
 # random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;
 # CHAOS_SEED=<seed> injects the same faults in the same order again. Report:
-# integration-tests/target/chaos/report.md. CHAOS_CLUSTER=true runs it on the local cluster
-# stack (3 KRaft brokers, 3 Galera nodes; see docs/reliability.md#chaos for its state).
+# integration-tests/target/chaos/report.md. It runs on the local cluster stack (3 KRaft brokers,
+# 3 Galera nodes, each sidecar on its own node; scripts/cluster.sh, started and stopped by the
+# test); CHAOS_CLUSTER=false runs it on the single-node stack, CHAOS_CLUSTER=both on each in turn.
 CHAOS_SECONDS ?= 600
 ifeq ($(origin CHAOS_SEED),undefined)
 CHAOS_SEED := $(shell date +%s)
 endif
 CHAOS_INSTANCES ?= 3
-CHAOS_CLUSTER ?= false
+CHAOS_CLUSTER ?= true
 chaos: build
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; \

@@ -8,6 +8,7 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
+import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.ContentionException;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.guard.Source;
@@ -198,6 +199,177 @@ class GaleraIT {
   }
 
   /**
+   * A claim group refused by one duplicate, with rows long enough that the group's multi-row
+   * INSERT outgrows one row event (8 KB) before the duplicate comes: on MariaDB Galera a statement
+   * rollback inside the transaction would leave the rows before the duplicate in the write set,
+   * the other nodes would apply them, fail on the group's second INSERT of the same rows (1062)
+   * and vote this node out of the cluster. The group must roll back as a whole instead: every node
+   * stays in the cluster, and each has exactly the rows of the claims that were accepted.
+   */
+  @org.junit.jupiter.api.Test
+  void claimGroupRefusedByADuplicate_withRowsPastOneRowEvent_everyNodeStaysConsistent() throws Exception {
+    Node n = nodes.get(0);
+    MysqlGuardStore store = store(n);
+    Guard guard = new Guard(store, IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM, n.name() + "-refused-group");
+    RouteConfig route = n.config().routes().stream().filter(r -> r.name().equals("orders")).findFirst().orElseThrow();
+    Extractor extractor = new Extractor(route, n.config().machines().get(route.machine()));
+    // entity ids of 200 characters: each ledger row is about 700 bytes, so 24 of them are two row events
+    String prefix = "long-" + UUID.randomUUID().toString().substring(0, 8) + "-" + "x".repeat(180) + "-";
+    java.util.function.Function<String, dev.onceguard.proxy.extract.ExtractedEvent> event = id -> ((Extraction.Ok) extractor.extract(null,
+        order(prefix + id, "create", "m-" + id).getBytes(StandardCharsets.UTF_8), new RecordHeaders())).event();
+    try {
+      var first = guard.claim(route, event.apply("dup"), new Source("orders", 0, offsets.incrementAndGet())).toCompletableFuture().join();
+      assertThat(first).isInstanceOf(ClaimResult.Accepted.class);
+      assertThat(guard.confirm(route, ((ClaimResult.Accepted) first).claim()).toCompletableFuture().join()).isTrue();
+      List<dev.onceguard.proxy.extract.ExtractedEvent> events = new ArrayList<>();
+      for (int i = 0; i < 25; i++) {
+        events.add(event.apply(i == 0 ? "blocker" : i == 24 ? "dup" : "n" + i));
+      }
+      long[] before = store.groupCounts();
+      List<java.util.concurrent.CompletableFuture<ClaimResult>> claims = new ArrayList<>();
+      // the first claim waits on a row lock this connection holds, so the other 24 queue behind it
+      // and go as one group, with the duplicate at its end, after 23 rows
+      try (Connection blocker = connect(n); Statement st = blocker.createStatement()) {
+        blocker.setAutoCommit(false);
+        st.executeUpdate("INSERT INTO og_ledger (route, dedup_key, business_key, fingerprint, status, attempts, source_topic,"
+            + " source_partition, source_offset, created_at) VALUES ('orders', '" + events.get(0).dedupKey() + "', 'b', 'f', 'REJECTED', 1, 't', 0, 0, 0)");
+        for (var e : events) {
+          claims.add(guard.claim(route, e, new Source("orders", 0, offsets.incrementAndGet())).toCompletableFuture());
+        }
+        assertThat(store.groupCounts()[0] - before[0]).as("groups taken while the first claim waits").isEqualTo(1);
+        blocker.rollback();
+      }
+      for (int i = 0; i < claims.size(); i++) {
+        ClaimResult r = claims.get(i).get(60, TimeUnit.SECONDS);
+        if (i < 24) {
+          assertThat(r).as("claim %d", i).isInstanceOf(ClaimResult.Accepted.class);
+          assertThat(guard.confirm(route, ((ClaimResult.Accepted) r).claim()).toCompletableFuture().join()).isTrue();
+        } else {
+          assertThat(r).as("the duplicate").isInstanceOf(ClaimResult.Rejected.class);
+          assertThat(((ClaimResult.Rejected) r).verdict().getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+        }
+      }
+      long[] after = store.groupCounts();
+      assertThat(after[1] - before[1]).as("claims").isEqualTo(25);
+      assertThat(after[0] - before[0]).as("the 25 claims went in two groups: one alone, then the other 24 together").isEqualTo(2);
+    } finally {
+      guard.close();
+    }
+    assertClusterWhole("after the refused group");
+    List<List<List<String>>> ledgers = readOnEveryNode("SELECT dedup_key, status, attempts FROM og_ledger WHERE entity_id LIKE '" + prefix
+        + "%' ORDER BY dedup_key");
+    assertThat(ledgers.get(0)).as("ledger rows").hasSize(25).allSatisfy(r -> assertThat(r.subList(1, 3)).containsExactly("DONE", "1"));
+    assertThat(ledgers).as("the ledger read on each node").allSatisfy(l -> assertThat(l).isEqualTo(ledgers.get(0)));
+    List<List<List<String>>> entities = readOnEveryNode("SELECT entity_id, state, version FROM og_entity WHERE entity_id LIKE '" + prefix
+        + "%' ORDER BY entity_id");
+    assertThat(entities.get(0)).as("entities").hasSize(25);
+    assertThat(entities).as("the entities read on each node").allSatisfy(e -> assertThat(e).isEqualTo(entities.get(0)));
+  }
+
+  /** Every node is in the cluster, synced and serving. */
+  static void assertClusterWhole(String when) throws SQLException {
+    for (Node n : nodes) {
+      try (Connection c = connect(n); Statement st = c.createStatement();
+          ResultSet r = st.executeQuery("SELECT variable_name, variable_value FROM information_schema.global_status"
+              + " WHERE variable_name IN ('WSREP_CLUSTER_SIZE', 'WSREP_LOCAL_STATE_COMMENT', 'WSREP_READY') ORDER BY 1")) {
+        List<String> status = new ArrayList<>();
+        while (r.next()) {
+          status.add(r.getString(1).toLowerCase() + "=" + r.getString(2));
+        }
+        assertThat(status).as("%s %s", n.name(), when)
+            .containsExactly("wsrep_cluster_size=3", "wsrep_local_state_comment=Synced", "wsrep_ready=ON");
+      } catch (SQLException e) {
+        throw new AssertionError(n.name() + " " + when + " refuses connections: " + e.getMessage(), e);
+      }
+    }
+  }
+
+  /**
+   * Claim groups racing across nodes: on each node one guard (one group slot) takes records from
+   * several threads at once, so its claims go to the node in groups, and every node gets every
+   * event of every order, in a different order per thread. Groups therefore hold duplicates of
+   * rows other nodes wrote (certified or not yet), and of each other. Every write set a node
+   * commits must apply on the others: no node leaves the cluster, the rows read on each node are
+   * the same, and each transition is accepted exactly once over all nodes.
+   */
+  @org.junit.jupiter.api.Test
+  void claimGroupsRacingAcrossNodes_everyWriteSetApplies_eachTransitionAcceptedOnce() throws Exception {
+    int orders = Integer.getInteger("galera.race.orders", 60);
+    int threadsPerNode = 12;
+    // long entity ids: a group of a dozen claims outgrows one row event (see the refused-group test)
+    String prefix = "race-" + UUID.randomUUID().toString().substring(0, 6) + "-" + "x".repeat(180) + "-";
+    List<Guard> guards = new ArrayList<>();
+    List<MysqlGuardStore> stores = new ArrayList<>();
+    for (Node n : nodes) {
+      MysqlGuardStore store = store(n);
+      stores.add(store);
+      guards.add(new Guard(store, IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM, n.name() + "-race"));
+    }
+    Tally t = new Tally();
+    Map<String, AtomicLong> acceptedPerFact = new ConcurrentHashMap<>();
+    ExecutorService pool = Executors.newFixedThreadPool(guards.size() * threadsPerNode);
+    List<java.util.concurrent.Future<?>> work = new ArrayList<>();
+    for (int g = 0; g < guards.size(); g++) {
+      for (int th = 0; th < threadsPerNode; th++) {
+        Guard guard = guards.get(g);
+        List<Integer> ids = new ArrayList<>();
+        for (int i = 0; i < orders; i++) {
+          ids.add(i);
+        }
+        java.util.Collections.shuffle(ids, new java.util.Random(g * 100L + th));
+        work.add(pool.submit(() -> {
+          for (int i : ids) {
+            for (String ev : List.of("create", "pay", "prepare", "ship")) {
+              Verdict v = decide(guard, "orders", order(prefix + i, ev, "m-" + ev), t);
+              if (v.getDisposition() == Disposition.ACCEPTED) {
+                acceptedPerFact.computeIfAbsent(prefix + i + "/" + ev, k -> new AtomicLong()).incrementAndGet();
+              } else if (v.getDisposition() == Disposition.DUPLICATE_IGNORE) {
+                t.duplicates.incrementAndGet();
+              } else {
+                t.others.add(prefix + i + "/" + ev + ": " + v.getDisposition() + " " + v.getReason());
+              }
+            }
+          }
+          return null;
+        }));
+      }
+    }
+    try {
+      for (var f : work) {
+        f.get(10, TimeUnit.MINUTES);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    long[] groups = new long[4];
+    for (MysqlGuardStore s : stores) {
+      long[] c = s.groupCounts();
+      for (int i = 0; i < 4; i++) {
+        groups[i] += c[i];
+      }
+    }
+    guards.forEach(Guard::close);
+    long[] cert = certificationConflicts();
+    System.out.printf("[GaleraIT] claim groups racing: %d claims in %d groups, %d confirms in %d groups; %d duplicates;"
+            + " certification failures %d, BF aborts %d (since start)%n",
+        groups[1], groups[0], groups[3], groups[2], t.duplicates.get(), cert[0], cert[1]);
+    assertThat(groups[1]).as("claims went to the node in groups of several").isGreaterThan(groups[0]);
+    assertClusterWhole("after the race");
+    assertThat(t.outages).as("store outages").isEmpty();
+    assertThat(t.others).as("verdicts other than accepted and duplicate").isEmpty();
+    assertThat(acceptedPerFact).as("accepted transitions").hasSize(orders * 4);
+    assertThat(acceptedPerFact.values()).as("each transition accepted once over all nodes").allSatisfy(n -> assertThat(n.get()).isEqualTo(1));
+    List<List<List<String>>> ledgers = readOnEveryNode("SELECT route, dedup_key, status, from_state, to_state, attempts FROM og_ledger"
+        + " WHERE entity_id LIKE '" + prefix + "%' ORDER BY route, dedup_key");
+    List<List<List<String>>> entities = readOnEveryNode("SELECT entity_id, state, version, pending_key FROM og_entity"
+        + " WHERE entity_id LIKE '" + prefix + "%' ORDER BY entity_id");
+    assertThat(ledgers.get(0)).as("ledger rows").hasSize(orders * 4);
+    assertThat(ledgers).as("the ledger read on each node").allSatisfy(l -> assertThat(l).isEqualTo(ledgers.get(0)));
+    assertThat(entities.get(0)).as("entities").hasSize(orders).allSatisfy(e -> assertThat(e.subList(1, 4)).containsExactly("shipped", "4", "null"));
+    assertThat(entities).as("the entities read on each node").allSatisfy(e -> assertThat(e).isEqualTo(entities.get(0)));
+  }
+
+  /**
    * What a certification conflict looks like through Connector/J, and that the store's
    * classification makes it contention: a transaction on node 2 has changed a row, the same row
    * is changed and committed on node 1 meanwhile, and node 2's COMMIT is refused (1213).
@@ -248,10 +420,13 @@ class GaleraIT {
 
   /** A guard with a store of its own on node {@code n}, as a sidecar connected to that node has; closing it closes the store. */
   static Guard guard(Node n, String role) {
-    MysqlGuardStore store = new MysqlGuardStore(new Db(n.config().mysql()), n.config().mysql().tablePrefix(),
-        MysqlGuardStore.groupSlots(n.config().mysql().poolSize()));
-    return new Guard(store, IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM,
+    return new Guard(store(n), IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM,
         n.name() + "-" + role + "-" + UUID.randomUUID().toString().substring(0, 8));
+  }
+
+  static MysqlGuardStore store(Node n) {
+    return new MysqlGuardStore(new Db(n.config().mysql()), n.config().mysql().tablePrefix(),
+        MysqlGuardStore.groupSlots(n.config().mysql().poolSize()));
   }
 
   static String order(String id, String event, String messageId) {

@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * redeliveries of unconfirmed claims, nothing lost, per-entity order, every partition committed
  * to its end, every escalation accounted for.
  *
- * <p>In {@code make test} one short round with a fixed seed. {@code make chaos} runs rounds until
+ * <p>In {@code make test} one short round with a fixed seed on each stack: the single-node one and
+ * the local cluster (a broker, a Galera node and a sidecar are among the planned faults). {@code make chaos} runs rounds until
  * {@code -Dchaos.seconds} (CHAOS_SECONDS, default 600) are used, from {@code -Dchaos.seed}
  * (CHAOS_SEED, random by default), and writes {@code target/chaos/report.md}. The same seed
  * injects the same faults in the same order; their timing follows the run.
@@ -52,33 +53,50 @@ class ChaosIT {
       List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW));
   static final int PARTITIONS = 4;
   /**
-   * On the local cluster stack (3 brokers, 3 Galera nodes; each sidecar on its own node) with
-   * {@code -Dchaos.cluster=true}, else on the single-node stack. Not the default yet: in the
-   * cluster runs made so far a Galera node that no fault touched stopped serving ("WSREP has not
-   * yet prepared node for application use") and its sidecar paused until the wave timed out.
+   * Which stacks to run on: {@code -Dchaos.cluster=true} the local cluster stack only (3 brokers,
+   * 3 Galera nodes, each sidecar writing through its own node: multi-primary), {@code false} the
+   * single-node stack only (one broker, the machine's MariaDB: a broker kill is a whole Kafka
+   * outage), {@code both} (the default, what {@code make test} runs) one after the other.
    */
-  static final boolean CLUSTER = Boolean.parseBoolean(System.getProperty("chaos.cluster", "false"));
+  static final String STACKS = System.getProperty("chaos.cluster", "both");
 
   /** One finished round. */
   record Round(int number, long seed, Result result, List<Injection> injections, double seconds) {}
 
+  /** The reports of the stacks run in this JVM, in order: target/chaos/report.md holds them all. */
+  static final List<String> REPORTS = new ArrayList<>();
+
   @Test
-  void randomFaultsFromASeed_historyCheckedAfterEachRound() throws Exception {
-    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round, %s (re-run: make chaos CHAOS_SEED=%d)%n", SEED,
-        SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, CLUSTER ? "cluster stack" : "single-node stack", SEED);
+  void singleNodeStack_randomFaultsFromASeed_historyCheckedAfterEachRound() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(!STACKS.equals("true"), "-Dchaos.cluster=true: the cluster stack only");
+    run(false);
+  }
+
+  @Test
+  void clusterStack_randomFaultsFromASeed_historyCheckedAfterEachRound() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(!STACKS.equals("false"), "-Dchaos.cluster=false: the single-node stack only");
+    run(true);
+  }
+
+  private static void run(boolean cluster) throws Exception {
+    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round, %s (re-run: make chaos CHAOS_SEED=%d CHAOS_CLUSTER=%s)%n",
+        SEED, SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, cluster ? "cluster stack" : "single-node stack", SEED, cluster);
     Random seeds = new Random(SEED);
     List<Round> rounds = new ArrayList<>();
-    try (ClusterScript cluster = CLUSTER ? ClusterScript.up("kafka", "galera") : null) {
+    try (ClusterScript stack = cluster ? ClusterScript.up("kafka", "galera") : null) {
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
       do {
-        rounds.add(round(rounds.size() + 1, seeds.nextLong(), cluster));
+        rounds.add(round(rounds.size() + 1, seeds.nextLong(), stack));
       } while (System.nanoTime() < deadline);
     }
-    String report = report(rounds);
+    String report = report(rounds, cluster);
     System.out.println(report);
     Path out = Path.of("target", "chaos", "report.md");
     Files.createDirectories(out.getParent());
-    Files.writeString(out, report);
+    synchronized (REPORTS) {
+      REPORTS.add(report);
+      Files.writeString(out, String.join("\n", REPORTS));
+    }
 
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
     assertThat(all).as("faults injected").isNotEmpty();
@@ -118,12 +136,12 @@ class ChaosIT {
   }
 
   /** Markdown: per fault kind how often and the recovery after its heal, per round what the checker found. */
-  static String report(List<Round> rounds) {
+  static String report(List<Round> rounds, boolean cluster) {
     StringBuilder sb = new StringBuilder();
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
     sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round, %s.%n%n", SEED,
         rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES,
-        CLUSTER ? "local cluster stack (3 KRaft brokers, 3 Galera nodes)" : "single-node stack"));
+        cluster ? "local cluster stack (3 KRaft brokers, 3 Galera nodes)" : "single-node stack"));
     sb.append("| fault | injected | held ms (median) | caught up after the heal, ms (median / max) | after the injection, ms (median / max) |\n"
         + "|---|---:|---:|---:|---:|\n");
     Map<Kind, Integer> counts = Chaos.counts(all);

@@ -125,22 +125,45 @@ public final class MysqlGuardStore implements GuardStore {
     return claims.submit(cmd);
   }
 
+  /** A multi-row INSERT of a group was refused by a duplicate: its transaction is rolled back as a whole. */
+  private static final class GroupRefused extends Db.Signal {
+    private static final long serialVersionUID = 1L;
+  }
+
   /**
    * Claims of one group. Alone, a claim is its own transaction ({@link #claimTx}). Several share
    * one transaction and one COMMIT: all ledger rows in one INSERT, the entities of creating events
-   * in one INSERT, the CAS of every other transition one UPDATE each. A duplicate refuses a
-   * multi-row INSERT as a whole (InnoDB rolls back that statement alone, not the transaction), and
-   * the group then writes row by row: a refused INSERT is that claim's conflict, and a lost CAS
-   * deletes the ledger row its claim had just written, so a conflicting record leaves nothing
-   * behind while the others commit. The refused ones are read and classified alone after the
-   * COMMIT, on the same connection, exactly as a claim alone would be.
+   * in one INSERT, the CAS of every other transition one UPDATE each. A lost CAS deletes the
+   * ledger row its claim had just written, so a conflicting record leaves nothing behind while the
+   * others commit.
+   *
+   * <p>A duplicate refuses a multi-row INSERT as a whole, and then the <b>whole transaction</b> is
+   * rolled back, never that statement alone: on MariaDB Galera (10.11 measured) a statement
+   * rollback inside a transaction leaves the refused statement's row events in the write set when
+   * they had outgrown {@code binlog_row_event_max_size} (8 KB: a dozen ledger rows) before the
+   * duplicate came, so the other nodes apply rows the writer never kept, fail on them and vote the
+   * writer out of the cluster (docs/reliability.md, Galera). The group then starts over: the rows
+   * that exist are read in autocommit and are those claims' conflicts, the others are written as a
+   * group again; refused a second time (a row written meanwhile), the group is written row by row,
+   * where a refused INSERT writes nothing. The refused ones are read and classified alone after
+   * the COMMIT, on the same connection, exactly as a claim alone would be.
    */
   private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
     if (group.size() == 1) {
       return db.autocommit(c -> List.of(claimTx(c, group.get(0), null)));
     }
     return db.autocommit(c -> {
-      List<ClaimOutcome> found = Db.transaction(c, x -> insertLedgerRows(x, group) ? applyAll(x, group) : claimAroundConflicts(x, group));
+      List<ClaimOutcome> found;
+      try {
+        found = Db.transaction(c, x -> {
+          if (!insertLedgerRows(x, group)) {
+            throw new GroupRefused();
+          }
+          return applyAll(x, group);
+        });
+      } catch (GroupRefused refused) {
+        found = claimAroundConflicts(c, group);
+      }
       List<ClaimOutcome> out = new ArrayList<>(group.size());
       for (int i = 0; i < group.size(); i++) {
         ClaimOutcome o = found.get(i);
@@ -174,7 +197,10 @@ public final class MysqlGuardStore implements GuardStore {
     return ev != null && ev.from().size() == 1 ? ev.from().iterator().next() : null;
   }
 
-  /** All of the group's ledger rows in one INSERT: true if written, false if a duplicate refused it (nothing written). */
+  /**
+   * All of the group's ledger rows in one INSERT: true if written, false if a duplicate refused it;
+   * then the caller must roll back the transaction ({@link GroupRefused}), not go on in it.
+   */
   private boolean insertLedgerRows(Connection c, List<ClaimCommand> group) throws SQLException {
     List<Object> args = new ArrayList<>(group.size() * 14);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(ledger).append(LEDGER_INSERT_COLUMNS);
@@ -186,10 +212,11 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /**
-   * A group whose multi-row INSERT a duplicate refused (replays, typically all of them): the rows
-   * that exist already are read in one SELECT and are those claims' conflicts; the others are
-   * written as a group again, or row by row if that is refused too (a row another transaction
-   * wrote and had not committed when the SELECT ran).
+   * A group whose multi-row INSERT a duplicate refused (replays, typically all of them), after its
+   * transaction was rolled back: the rows that exist already are read in one SELECT and are those
+   * claims' conflicts; the others are written in a new transaction, as a group again, or row by
+   * row if a multi-row INSERT is refused once more (a row another transaction committed after the
+   * SELECT, or an entity that exists).
    */
   private List<ClaimOutcome> claimAroundConflicts(Connection c, List<ClaimCommand> group) throws SQLException {
     StringBuilder in = new StringBuilder();
@@ -210,13 +237,20 @@ public final class MysqlGuardStore implements GuardStore {
         fresh.add(cmd);
       }
     }
-    List<ClaimOutcome> outcomes;
-    if (fresh.size() < group.size() && fresh.size() > 1 && insertLedgerRows(c, fresh)) {
-      outcomes = applyAll(c, fresh);
-    } else {
-      outcomes = new ArrayList<>(fresh.size());
-      for (ClaimCommand cmd : fresh) {
-        outcomes.add(claimInGroup(c, cmd));
+    List<ClaimOutcome> outcomes = List.of();
+    if (!fresh.isEmpty()) {
+      try {
+        outcomes = Db.transaction(c, x -> {
+          if (fresh.size() > 1 && fresh.size() < group.size()) {
+            if (!insertLedgerRows(x, fresh)) {
+              throw new GroupRefused();
+            }
+            return applyAll(x, fresh);
+          }
+          return rowByRow(x, fresh);
+        });
+      } catch (GroupRefused refusedAgain) {
+        outcomes = Db.transaction(c, x -> rowByRow(x, fresh));
       }
     }
     List<ClaimOutcome> out = new ArrayList<>(group.size());
@@ -228,9 +262,18 @@ public final class MysqlGuardStore implements GuardStore {
     return out;
   }
 
+  /** Claims written one statement per row: a refused INSERT of one row writes nothing, and the others go on. */
+  private List<ClaimOutcome> rowByRow(Connection c, List<ClaimCommand> claims) throws SQLException {
+    List<ClaimOutcome> out = new ArrayList<>(claims.size());
+    for (ClaimCommand cmd : claims) {
+      out.add(claimInGroup(c, cmd));
+    }
+    return out;
+  }
+
   /**
-   * The transitions of a group whose ledger rows are written: the creating ones in one INSERT (row
-   * by row if a duplicate refused it), the others one CAS each.
+   * The transitions of a group whose ledger rows are written: the creating ones in one INSERT
+   * ({@link GroupRefused} if a duplicate refused it), the others one CAS each.
    */
   private List<ClaimOutcome> applyAll(Connection c, List<ClaimCommand> group) throws SQLException {
     List<ClaimCommand> creating = new ArrayList<>();
@@ -239,7 +282,10 @@ public final class MysqlGuardStore implements GuardStore {
         creating.add(cmd);
       }
     }
-    boolean allCreated = creating.size() >= 2 && insertEntities(c, creating);
+    boolean allCreated = creating.size() >= 2;
+    if (allCreated && !insertEntities(c, creating)) {
+      throw new GroupRefused();
+    }
     List<ClaimOutcome> out = new ArrayList<>(group.size());
     for (ClaimCommand cmd : group) {
       out.add(allCreated && cmd.machine() != null && cmd.event().creating() ? claimed(cmd, null, null) : casInGroup(c, cmd));
