@@ -85,6 +85,19 @@ public final class ClusterScript implements AutoCloseable {
     run(180, "start", node);
   }
 
+  /** SIGTERM of one node; returns when it has exited. */
+  public void stop(String node) {
+    run(120, "stop", node);
+  }
+
+  /**
+   * Starts a component whose nodes are all stopped, e.g. {@code galera}: the Galera cluster is
+   * bootstrapped again from the node with the latest commit, the others join it.
+   */
+  public void restart(String component) {
+    run(240, "up", component);
+  }
+
   /** The directory of this instance: the nodes' data dirs and logs (for failure messages). */
   public Path dir() {
     return dir;

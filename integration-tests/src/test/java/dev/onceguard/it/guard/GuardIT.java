@@ -912,6 +912,50 @@ class GuardIT {
     assertThat(after[3]).isEqualTo(8);
   }
 
+  /**
+   * A group of transitions with no duplicate among them, written in one transaction: the lost CAS
+   * leaves no ledger row, the event with several from-states records the one it left, a creating
+   * event and the other CAS commit.
+   */
+  @Test
+  void groupCommit_casesInOneGroup_lostCasLeavesNothing_severalFromStatesRecorded() throws Exception {
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("grp3"));
+    Guard setup = fx.guard(uniq("grp3-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String toPay = orderIn(setup, "created");
+    String toCancel = orderIn(setup, "paid");
+    String applied = orderIn(setup, "paid");
+    String created = uniq("grp3-new");
+    RowLock lock = RowLock.hold(blocker);
+    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
+    var pay = g.claimInStore(fx.route("orders"), fx.event("orders", order(toPay, "pay")), src()).toCompletableFuture();
+    var cancel = g.claimInStore(fx.route("orders"), fx.event("orders", order(toCancel, "cancel")), src()).toCompletableFuture();
+    String conflicting = order(applied, "pay").replace("\"batch_no\":7", "\"batch_no\":9");
+    var lost = g.claimInStore(fx.route("orders"), fx.event("orders", conflicting), src()).toCompletableFuture();
+    var create = g.claimInStore(fx.route("orders"), fx.event("orders", order(created, "create")), src()).toCompletableFuture();
+    Thread.sleep(100);
+    assertThat(pay).isNotDone();
+    lock.release();
+
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(pay.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    ClaimResult cancelled = cancel.get(10, TimeUnit.SECONDS);
+    assertThat(cancelled).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(((ClaimResult.Accepted) cancelled).claim().fromState()).as("the from-state the CAS left").isEqualTo("paid");
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND event = 'cancel' AND from_state = 'paid'", toCancel))
+        .isEqualTo(1);
+    assertThat(((ClaimResult.Rejected) lost.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.CONFLICTING_FACT);
+    assertThat(ledgerRows("orders", fx.event("orders", conflicting).dedupKey())).as("the lost CAS's ledger row").isZero();
+    assertThat(create.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(entityState(toPay)).isEqualTo("paid");
+    assertThat(entityState(toCancel)).isEqualTo("cancelled");
+    assertThat(entityState(applied)).isEqualTo("paid");
+    assertThat(entityState(created)).isEqualTo("created");
+    assertThat(grouped.groupCounts()[0]).as("claim groups: the blocked claim alone, then the four behind it").isEqualTo(2);
+    assertThat(grouped.groupCounts()[1]).isEqualTo(5);
+  }
+
   @Test
   void groupCommit_replaysAmongFreshRecords_readInOneSelect_freshOnesStillWrittenAsAGroup() throws Exception {
     MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);

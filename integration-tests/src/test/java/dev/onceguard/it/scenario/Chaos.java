@@ -43,7 +43,12 @@ final class Chaos implements AutoCloseable {
     /** One of the three brokers of the local cluster stack (sometimes the controller or a partition's leader). */
     BROKER_RESTART,
     /** One of the three Galera nodes (a sidecar connected to it pauses until it is back). */
-    GALERA_RESTART
+    GALERA_RESTART,
+    /**
+     * Cluster mode only: every Galera node stopped (SIGTERM, one after the other), then the cluster
+     * started again from the node with the latest commit: a full MariaDB restart.
+     */
+    GALERA_FULL_RESTART
   }
 
   /**
@@ -103,6 +108,7 @@ final class Chaos implements AutoCloseable {
     if (cluster == null) {
       k.remove(Kind.BROKER_RESTART);
       k.remove(Kind.GALERA_RESTART);
+      k.remove(Kind.GALERA_FULL_RESTART);
     }
     log.accept("chaos: faults " + k);
     this.kinds = List.copyOf(k);
@@ -267,6 +273,13 @@ final class Chaos implements AutoCloseable {
         cluster.kill(node);
         pending.add(() -> cluster.start(node));
         return node + " killed (kill -9, restarted on its data)";
+      }
+      case GALERA_FULL_RESTART -> {
+        for (int n = 1; n <= 3; n++) {
+          cluster.stop("galera-" + n);
+        }
+        pending.add(() -> cluster.restart("galera"));
+        return "every Galera node stopped (the cluster restarts from the latest commit)";
       }
       default -> throw new IllegalStateException(k.name());
     }

@@ -46,11 +46,13 @@ class ChaosIT {
    * Injected first in every round, so that even the short run meets each kind of fault once: a
    * broker killed (the single one, or one of the cluster's three), a sidecar killed while a MySQL
    * link is cut, a Galera node killed while the business hangs, Redis lost while a sidecar is
-   * stopped, a slow MySQL link and a slow business. Kinds the stack in use cannot inject are left out.
+   * stopped, a slow MySQL link and a slow business, then every Galera node at once (a full MariaDB
+   * restart). Kinds the stack in use cannot inject are left out.
    */
   static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.BROKER_RESTART),
       List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT), List.of(Kind.GALERA_RESTART, Kind.BUSINESS_HUNG),
-      List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW));
+      List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW),
+      List.of(Kind.GALERA_FULL_RESTART));
   static final int PARTITIONS = 4;
   /**
    * Which stacks to run on: {@code -Dchaos.cluster=true} the local cluster stack only (3 brokers,
