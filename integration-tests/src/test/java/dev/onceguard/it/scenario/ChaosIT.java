@@ -60,7 +60,14 @@ class ChaosIT {
    * single-node stack only (one broker, the machine's MariaDB: a broker kill is a whole Kafka
    * outage), {@code both} (the default, what {@code make test} runs) one after the other.
    */
-  static final String STACKS = System.getProperty("chaos.cluster", "both");
+  static final String STACKS = stacks(System.getProperty("chaos.cluster", "both"));
+
+  private static String stacks(String v) {
+    if (!List.of("true", "false", "both").contains(v)) {
+      throw new IllegalArgumentException("-Dchaos.cluster (CHAOS_CLUSTER) must be true, false or both, was '" + v + "'");
+    }
+    return v;
+  }
 
   /** One finished round. */
   record Round(int number, long seed, Result result, List<Injection> injections, double seconds) {}
