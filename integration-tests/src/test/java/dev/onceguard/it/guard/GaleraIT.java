@@ -213,7 +213,8 @@ class GaleraIT {
     Guard guard = new Guard(store, IdempotencyCache.DISABLED, n.config().machines(), Clock.SYSTEM, n.name() + "-refused-group");
     RouteConfig route = n.config().routes().stream().filter(r -> r.name().equals("orders")).findFirst().orElseThrow();
     Extractor extractor = new Extractor(route, n.config().machines().get(route.machine()));
-    // entity ids of 200 characters: each ledger row is about 700 bytes, so 24 of them are two row events
+    // entity ids of 200 characters, in the entity id and the business key of each ledger row: 24 rows hold
+    // over 9.6 KB of ids alone, past one 8 KB row event
     String prefix = "long-" + UUID.randomUUID().toString().substring(0, 8) + "-" + "x".repeat(180) + "-";
     java.util.function.Function<String, dev.onceguard.proxy.extract.ExtractedEvent> event = id -> ((Extraction.Ok) extractor.extract(null,
         order(prefix + id, "create", "m-" + id).getBytes(StandardCharsets.UTF_8), new RecordHeaders())).event();
@@ -296,7 +297,8 @@ class GaleraIT {
   void claimGroupsRacingAcrossNodes_everyWriteSetApplies_eachTransitionAcceptedOnce() throws Exception {
     int orders = Integer.getInteger("galera.race.orders", 60);
     int threadsPerNode = 12;
-    // long entity ids: a group of a dozen claims outgrows one row event (see the refused-group test)
+    // long entity ids (see the refused-group test), so that the larger groups (up to 12 claims, one per
+    // thread) come near or past one 8 KB row event
     String prefix = "race-" + UUID.randomUUID().toString().substring(0, 6) + "-" + "x".repeat(180) + "-";
     List<Guard> guards = new ArrayList<>();
     List<MysqlGuardStore> stores = new ArrayList<>();

@@ -798,6 +798,11 @@ class GuardIT {
     return new Guard(store, IdempotencyCache.DISABLED, fx.config.machines(), fx.clock, owner);
   }
 
+  /** A claim of {@code json} on the orders route, straight to the store (no L1). */
+  static java.util.concurrent.CompletableFuture<ClaimResult> claimOrder(Guard g, String json) {
+    return g.claimInStore(fx.route("orders"), fx.event("orders", json), src()).toCompletableFuture();
+  }
+
   /** A row lock on an order entity, held by a transaction of its own until released. */
   record RowLock(java.util.concurrent.CompletableFuture<Void> unlock, java.util.concurrent.CompletableFuture<Object> tx) {
     static RowLock hold(String orderId) throws Exception {
@@ -836,24 +841,24 @@ class GuardIT {
     String blocker = orderIn(setup, "created");
     String applied = orderIn(setup, "paid");
     RowLock lock = RowLock.hold(blocker);
-    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
+    var first = claimOrder(g, order(blocker, "pay"));
 
     List<String> fresh = new ArrayList<>();
     List<java.util.concurrent.CompletableFuture<ClaimResult>> creates = new ArrayList<>();
     for (int i = 0; i < 6; i++) {
       String id = uniq("grp-new");
       fresh.add(id);
-      creates.add(g.claimInStore(fx.route("orders"), fx.event("orders", order(id, "create")), src()).toCompletableFuture());
+      creates.add(claimOrder(g, order(id, "create")));
     }
     // the same record twice in the group (two copies from different partitions)
     String twice = order(uniq("grp-twice"), "create", "W1", "m-twice");
-    var twiceA = g.claimInStore(fx.route("orders"), fx.event("orders", twice), src()).toCompletableFuture();
-    var twiceB = g.claimInStore(fx.route("orders"), fx.event("orders", twice), src()).toCompletableFuture();
+    var twiceA = claimOrder(g, twice);
+    var twiceB = claimOrder(g, twice);
     // a replay of a record confirmed long ago (the ledger refuses it)
-    var replay = g.claimInStore(fx.route("orders"), fx.event("orders", order(applied, "pay")), src()).toCompletableFuture();
+    var replay = claimOrder(g, order(applied, "pay"));
     // a distinct fact on an applied transition (the CAS refuses it, after its ledger row went in)
     String conflicting = order(applied, "pay").replace("\"batch_no\":7", "\"batch_no\":9");
-    var cas = g.claimInStore(fx.route("orders"), fx.event("orders", conflicting), src()).toCompletableFuture();
+    var cas = claimOrder(g, conflicting);
     Thread.sleep(100);
     assertThat(creates).noneMatch(java.util.concurrent.CompletableFuture::isDone);
     lock.release();
@@ -928,12 +933,12 @@ class GuardIT {
     String applied = orderIn(setup, "paid");
     String created = uniq("grp3-new");
     RowLock lock = RowLock.hold(blocker);
-    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
-    var pay = g.claimInStore(fx.route("orders"), fx.event("orders", order(toPay, "pay")), src()).toCompletableFuture();
-    var cancel = g.claimInStore(fx.route("orders"), fx.event("orders", order(toCancel, "cancel")), src()).toCompletableFuture();
+    var first = claimOrder(g, order(blocker, "pay"));
+    var pay = claimOrder(g, order(toPay, "pay"));
+    var cancel = claimOrder(g, order(toCancel, "cancel"));
     String conflicting = order(applied, "pay").replace("\"batch_no\":7", "\"batch_no\":9");
-    var lost = g.claimInStore(fx.route("orders"), fx.event("orders", conflicting), src()).toCompletableFuture();
-    var create = g.claimInStore(fx.route("orders"), fx.event("orders", order(created, "create")), src()).toCompletableFuture();
+    var lost = claimOrder(g, conflicting);
+    var create = claimOrder(g, order(created, "create"));
     Thread.sleep(100);
     assertThat(pay).isNotDone();
     lock.release();
@@ -965,16 +970,16 @@ class GuardIT {
     String done1 = orderIn(setup, "created");
     String done2 = orderIn(setup, "paid");
     RowLock lock = RowLock.hold(blocker);
-    var first = g.claimInStore(fx.route("orders"), fx.event("orders", order(blocker, "pay")), src()).toCompletableFuture();
-    var replay1 = g.claimInStore(fx.route("orders"), fx.event("orders", order(done1, "create")), src()).toCompletableFuture();
+    var first = claimOrder(g, order(blocker, "pay"));
+    var replay1 = claimOrder(g, order(done1, "create"));
     List<String> fresh = new ArrayList<>();
     List<java.util.concurrent.CompletableFuture<ClaimResult>> creates = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       String id = uniq("grp2-new");
       fresh.add(id);
-      creates.add(g.claimInStore(fx.route("orders"), fx.event("orders", order(id, "create")), src()).toCompletableFuture());
+      creates.add(claimOrder(g, order(id, "create")));
     }
-    var replay2 = g.claimInStore(fx.route("orders"), fx.event("orders", order(done2, "pay")), src()).toCompletableFuture();
+    var replay2 = claimOrder(g, order(done2, "pay"));
     lock.release();
     assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
     assertThat(((ClaimResult.Rejected) replay1.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);

@@ -220,26 +220,6 @@ public final class GuardedProcessor implements RecordProcessor {
      * Once the record completed, later continuations (a call or a timer still running beside a
      * step that failed) do nothing: the retry owns the record from then on.
      */
-    /**
-     * {@link #step(java.util.function.BiConsumer)} that first ends the step's span with the outcome
-     * {@code outcome} gives for the result (null when the step failed): a late continuation, which
-     * {@code step} ignores, still ends (and exports) it.
-     */
-    <T> java.util.function.BiConsumer<T, Throwable> step(Span span, java.util.function.Function<T, String> outcome,
-        java.util.function.BiConsumer<T, Throwable> body) {
-      java.util.function.BiConsumer<T, Throwable> next = step(body);
-      return (v, e) -> {
-        String told;
-        try {
-          told = outcome.apply(v);
-        } catch (RuntimeException broken) {
-          told = null; // a malformed result: the body meets it too, and gives the record back
-        }
-        RecordSpan.end(span, told, e);
-        next.accept(v, e);
-      };
-    }
-
     <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
       return (v, e) -> {
         if (done.isDone()) {
@@ -260,6 +240,26 @@ public final class GuardedProcessor implements RecordProcessor {
           }
           done.completeExceptionally(t);
         }
+      };
+    }
+
+    /**
+     * {@link #step(java.util.function.BiConsumer)} that first ends the step's span with the outcome
+     * {@code outcome} gives for the result (null when the step failed): a late continuation, which
+     * {@code step} ignores, still ends (and exports) it.
+     */
+    <T> java.util.function.BiConsumer<T, Throwable> step(Span span, java.util.function.Function<T, String> outcome,
+        java.util.function.BiConsumer<T, Throwable> body) {
+      java.util.function.BiConsumer<T, Throwable> next = step(body);
+      return (v, e) -> {
+        String told;
+        try {
+          told = outcome.apply(v);
+        } catch (RuntimeException broken) {
+          told = null; // a malformed result: the body meets it too, and gives the record back
+        }
+        RecordSpan.end(span, told, e);
+        next.accept(v, e);
       };
     }
 

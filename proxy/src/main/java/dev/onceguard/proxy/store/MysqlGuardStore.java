@@ -140,9 +140,9 @@ public final class MysqlGuardStore implements GuardStore {
    * <p>A duplicate refuses a multi-row INSERT as a whole, and then the <b>whole transaction</b> is
    * rolled back, never that statement alone: on MariaDB Galera (10.11 measured) a statement
    * rollback inside a transaction leaves the refused statement's row events in the write set when
-   * they had outgrown {@code binlog_row_event_max_size} (8 KB: a dozen ledger rows) before the
-   * duplicate came, so the other nodes apply rows the writer never kept, fail on them and vote the
-   * writer out of the cluster (docs/reliability.md, Galera). The group then starts over: the rows
+   * they had outgrown {@code binlog_row_event_max_size} (8 KB by default; a group holds up to 32
+   * ledger rows) before the duplicate came, so the other nodes apply rows the writer never kept,
+   * fail on them and vote the writer out of the cluster (docs/reliability.md, Galera). The group then starts over: the rows
    * that exist are read in autocommit and are those claims' conflicts, the others are written as a
    * group again; refused a second time (a row written meanwhile), the group is written row by row,
    * where a refused INSERT writes nothing. The refused ones are read and classified alone after
