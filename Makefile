@@ -111,9 +111,10 @@ endif
 CHAOS_INSTANCES ?= 3
 CHAOS_CLUSTER ?= true
 # lines of the order scenario per round (make test's round has 500): more traffic under each fault.
-# A round ends with its traffic, so in the runs made so far only the round's fixed plan was
-# injected (the seed picks nodes and durations); see docs/reliability.md#chaos
 CHAOS_LINES ?= 2000
+# a round's records are produced over about this many seconds (make test's round: as fast as they
+# are acknowledged), so that faults keep coming at random, under traffic, after the round's plan
+CHAOS_ROUND_SECONDS ?= 120
 chaos: build
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; \
@@ -122,7 +123,8 @@ chaos: build
 	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests -Dit.test=ChaosIT -Dtest=none \
 	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	    -Dchaos.seconds=$(CHAOS_SECONDS) -Dchaos.seed=$(CHAOS_SEED) -Dchaos.instances=$(CHAOS_INSTANCES) \
-	    -Dchaos.cluster=$(CHAOS_CLUSTER) -Dchaos.lines=$(CHAOS_LINES) ) || rc=$$?; \
+	    -Dchaos.cluster=$(CHAOS_CLUSTER) -Dchaos.lines=$(CHAOS_LINES) \
+	    -Dchaos.round-seconds=$(CHAOS_ROUND_SECONDS) ) || rc=$$?; \
 	  cat integration-tests/target/chaos/report.md 2>/dev/null; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \

@@ -3,6 +3,7 @@ package dev.onceguard.it.scenario;
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.RecordingBusiness.Reply;
 import dev.onceguard.it.RedisProcess;
+import dev.onceguard.it.RelayProcess;
 import dev.onceguard.it.client.TcpGate;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -27,8 +28,8 @@ import org.apache.kafka.common.TopicPartition;
  *
  * <p>The faults a single machine allows: kill -9 and SIGTERM of a sidecar process (then a new one
  * with the same instance id, as a restarted pod), the business answering slowly or not at all
- * (in the test JVM: a hung handler, which the sidecar sees as a SIGSTOPped process — the TCP
- * connection stays up and nothing answers), one sidecar's link to MySQL slowed or cut (a relay),
+ * (in the test JVM: a hung handler, the connection and its PINGs alive) or a SIGSTOPped process
+ * in front of it (nothing answers at all, what was sent arrives after SIGCONT), one sidecar's link to MySQL slowed or cut (a relay),
  * the private Redis killed and restarted empty, and the Kafka broker killed with kill -9 and
  * restarted on its data ({@code scripts/stack.sh kafka-kill|kafka-start}); on the local cluster
  * stack ({@code scripts/cluster.sh}) instead one of three brokers or one of three Galera nodes
@@ -37,7 +38,16 @@ import org.apache.kafka.common.TopicPartition;
 final class Chaos implements AutoCloseable {
   /** What can go wrong. */
   enum Kind {
-    SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW, BUSINESS_HUNG, MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART,
+    SIDECAR_KILL9, SIDECAR_SIGTERM, BUSINESS_SLOW,
+    /** The business's handler never answers; its connections, HTTP/2 PINGs included, stay alive. */
+    BUSINESS_HUNG,
+    /**
+     * The process in front of the business ({@link RelayProcess}) is SIGSTOPped, then SIGCONTed:
+     * connections stay open and nothing answers, not even a PING; what was sent meanwhile arrives
+     * late, after the sidecar's deadline.
+     */
+    BUSINESS_SIGSTOP,
+    MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART,
     /** The single broker of {@code scripts/stack.sh}. */
     KAFKA_RESTART,
     /** One of the three brokers of the local cluster stack (sometimes the controller or a partition's leader). */
@@ -52,10 +62,11 @@ final class Chaos implements AutoCloseable {
   }
 
   /**
-   * One injected fault: when (seconds into the round), how long it was held, how long all groups
+   * One injected fault: whether it was one of the round's plan or picked at random after it, when
+   * (seconds into the round), how long it was held, how long all groups
    * then took to catch up after its heal (a restart included in the heal), and from the injection.
    */
-  record Injection(Kind kind, String detail, double atSeconds, long heldMillis, long recoveryMillis, long sinceInjectionMillis) {}
+  record Injection(Kind kind, String detail, boolean planned, double atSeconds, long heldMillis, long recoveryMillis, long sinceInjectionMillis) {}
 
   /** A fault in place; healing it may take a while (a restart). */
   @FunctionalInterface
@@ -66,6 +77,7 @@ final class Chaos implements AutoCloseable {
   private final Random random;
   private final Fleet fleet;
   private final RecordingBusiness business;
+  private final RelayProcess businessFront;
   private final RedisProcess redis;
   private final ScenarioEnv env;
   private final Path stackScript;
@@ -88,20 +100,26 @@ final class Chaos implements AutoCloseable {
    *     cannot inject are left out); then faults at random
    */
   /**
+   * @param businessFront the process the sidecars reach the business through, else null
    * @param stackScript {@code scripts/stack.sh} when the broker is its single broker, else null
    * @param cluster the local cluster stack (Kafka and Galera) the run uses, else null
    */
-  Chaos(long seed, List<List<Kind>> plan, Fleet fleet, RecordingBusiness business, RedisProcess redis, ScenarioEnv env, Path stackScript,
+  Chaos(long seed, List<List<Kind>> plan, Fleet fleet, RecordingBusiness business, RelayProcess businessFront, RedisProcess redis,
+      ScenarioEnv env, Path stackScript,
       dev.onceguard.it.ClusterScript cluster, Consumer<String> log) {
     this.random = new Random(seed);
     this.fleet = fleet;
     this.business = business;
+    this.businessFront = businessFront;
     this.redis = redis;
     this.env = env;
     this.stackScript = stackScript;
     this.cluster = cluster;
     this.log = log;
     List<Kind> k = new ArrayList<>(List.of(Kind.values()));
+    if (businessFront == null) {
+      k.remove(Kind.BUSINESS_SIGSTOP);
+    }
     if (stackScript == null) {
       k.remove(Kind.KAFKA_RESTART);
     }
@@ -168,7 +186,8 @@ final class Chaos implements AutoCloseable {
           planDone.countDown();
         }
         sleep(500 + random.nextInt(plan.isEmpty() ? 3_000 : 1_000));
-        List<Kind> now = plan.isEmpty() ? pick() : plan.poll();
+        boolean planned = !plan.isEmpty();
+        List<Kind> now = planned ? plan.poll() : pick();
         long t0 = System.nanoTime();
         List<String> details = new ArrayList<>();
         synchronized (pending) {
@@ -186,7 +205,7 @@ final class Chaos implements AutoCloseable {
         long total = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         double at = (t0 - startNanos) / 1e9;
         for (int i = 0; i < now.size(); i++) {
-          injections.add(new Injection(now.get(i), details.get(i), at, held, recovery, total));
+          injections.add(new Injection(now.get(i), details.get(i), planned, at, held, recovery, total));
         }
         log.accept(String.format("chaos: %s held %d ms; all groups caught up %d ms after the heal, %d ms after the injection", details,
             held, recovery, total));
@@ -246,6 +265,11 @@ final class Chaos implements AutoCloseable {
         business.behave(x -> Reply.hang());
         pending.add(() -> business.behave(x -> Reply.ok()));
         return "business hung";
+      }
+      case BUSINESS_SIGSTOP -> {
+        businessFront.pause();
+        pending.add(businessFront::resume);
+        return "business front SIGSTOPped (pid " + businessFront.pid() + ")";
       }
       case MYSQL_SLOW -> {
         Duration d = Duration.ofMillis(5 + random.nextInt(45));
@@ -376,9 +400,10 @@ final class Chaos implements AutoCloseable {
     private final List<Integer> starts = new ArrayList<>();
 
     /** @param mysqlPorts MySQL servers on loopback: sidecar {@code i} reaches the {@code i % n}-th (a Galera node each) */
-    Fleet(ScenarioEnv env, RecordingBusiness business, String name, int size, List<Integer> mysqlPorts) throws InterruptedException {
+    /** @param target the business's host:port */
+    Fleet(ScenarioEnv env, String target, String name, int size, List<Integer> mysqlPorts) throws InterruptedException {
       this.env = env;
-      this.target = business.target();
+      this.target = target;
       this.name = name;
       try {
         for (int i = 0; i < size; i++) {

@@ -7,6 +7,7 @@ import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.RedisProcess;
+import dev.onceguard.it.RelayProcess;
 import dev.onceguard.it.scenario.Chaos.Injection;
 import dev.onceguard.it.scenario.Chaos.Kind;
 import dev.onceguard.it.scenario.OrderScenario.Settings;
@@ -43,15 +44,22 @@ class ChaosIT {
   static final int INSTANCES = Integer.getInteger("chaos.instances", 2);
   static final int LINES = Integer.getInteger("chaos.lines", 500);
   /**
+   * 0 (make test): a round's records are produced as fast as they are acknowledged, so its
+   * traffic is often worked off before the plan ends and no fault comes at random. Else
+   * (CHAOS_ROUND_SECONDS, make chaos) they are spread over about this many seconds, and faults
+   * keep coming at random under traffic once the plan is done.
+   */
+  static final long ROUND_SECONDS = Long.getLong("chaos.round-seconds", 0);
+  /**
    * Injected first in every round, so that even the short run meets each kind of fault once: a
    * broker killed (the single one, or one of the cluster's three), a sidecar killed while a MySQL
    * link is cut, a Galera node killed while the business hangs, Redis lost while a sidecar is
-   * stopped, a slow MySQL link and a slow business, then every Galera node at once (a full MariaDB
-   * restart). Kinds the stack in use cannot inject are left out.
+   * stopped, a slow MySQL link and a slow business, the process in front of the business
+   * SIGSTOPped, then every Galera node at once (a full MariaDB restart). Kinds the stack in use cannot inject are left out.
    */
   static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.BROKER_RESTART),
       List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT), List.of(Kind.GALERA_RESTART, Kind.BUSINESS_HUNG),
-      List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW),
+      List.of(Kind.REDIS_RESTART, Kind.SIDECAR_SIGTERM), List.of(Kind.MYSQL_SLOW, Kind.BUSINESS_SLOW), List.of(Kind.BUSINESS_SIGSTOP),
       List.of(Kind.GALERA_FULL_RESTART));
   static final int PARTITIONS = 4;
   /**
@@ -88,8 +96,9 @@ class ChaosIT {
   }
 
   private static void run(boolean cluster) throws Exception {
-    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round, %s (re-run: make chaos CHAOS_SEED=%d CHAOS_CLUSTER=%s)%n",
-        SEED, SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES, cluster ? "cluster stack" : "single-node stack", SEED, cluster);
+    System.out.printf("ChaosIT: seed %d, %s, %d sidecar processes, %d lines per round%s, %s (re-run: make chaos CHAOS_SEED=%d CHAOS_CLUSTER=%s)%n",
+        SEED, SECONDS <= 0 ? "one round" : SECONDS + " s", INSTANCES, LINES,
+        ROUND_SECONDS > 0 ? " produced over " + ROUND_SECONDS + " s" : "", cluster ? "cluster stack" : "single-node stack", SEED, cluster);
     Random seeds = new Random(SEED);
     List<Round> rounds = new ArrayList<>();
     try (ClusterScript stack = cluster ? ClusterScript.up("kafka", "galera") : null) {
@@ -109,6 +118,10 @@ class ChaosIT {
 
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
     assertThat(all).as("faults injected").isNotEmpty();
+    if (ROUND_SECONDS > 0) {
+      assertThat(all).as("faults picked at random after the plan, with traffic spread over %d s per round", ROUND_SECONDS)
+          .anyMatch(i -> !i.planned());
+    }
   }
 
   private static Round round(int number, long seed, ClusterScript cluster) throws Exception {
@@ -121,10 +134,14 @@ class ChaosIT {
         ScenarioEnv env = new ScenarioEnv("ChaosIT-" + number, PARTITIONS, kafka, new Mysql(ItEnv.mysqlHost(), mysqlPorts.get(0)))
             .redisUri(redis.uri());
         RecordingBusiness business = RecordingBusiness.start();
-        Chaos.Fleet fleet = new Chaos.Fleet(env, business, "chaos-r" + number, INSTANCES, mysqlPorts)) {
+        RelayProcess front = RelayProcess.start("127.0.0.1", business.port());
+        Chaos.Fleet fleet = new Chaos.Fleet(env, front.address(), "chaos-r" + number, INSTANCES, mysqlPorts)) {
       ScenarioDriver driver = new ScenarioDriver(scenario, env, business);
+      if (ROUND_SECONDS > 0) {
+        driver.spreadOver(java.time.Duration.ofSeconds(ROUND_SECONDS));
+      }
       System.out.printf("ChaosIT round %d: seed %d%n", number, seed);
-      Chaos chaos = new Chaos(seed, PLAN, fleet, business, redis, env, cluster == null ? Chaos.stackScriptOwningTheBroker() : null, cluster,
+      Chaos chaos = new Chaos(seed, PLAN, fleet, business, front, redis, env, cluster == null ? Chaos.stackScriptOwningTheBroker() : null, cluster,
           driver::log);
       chaos.start();
       try {
@@ -148,22 +165,25 @@ class ChaosIT {
   static String report(List<Round> rounds, boolean cluster) {
     StringBuilder sb = new StringBuilder();
     List<Injection> all = rounds.stream().flatMap(r -> r.injections().stream()).toList();
-    sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round, %s.%n%n", SEED,
+    sb.append(String.format(Locale.ROOT, "Chaos run: seed %d, %d round(s), %.0f s, %d sidecar processes, %d lines per round%s, %s.%n%n", SEED,
         rounds.size(), rounds.stream().mapToDouble(Round::seconds).sum(), INSTANCES, LINES,
+        ROUND_SECONDS > 0 ? " produced over about " + ROUND_SECONDS + " s" : "",
         cluster ? "local cluster stack (3 KRaft brokers, 3 Galera nodes)" : "single-node stack"));
-    sb.append("| fault | injected | held ms (median) | caught up after the heal, ms (median / max) | after the injection, ms (median / max) |\n"
-        + "|---|---:|---:|---:|---:|\n");
+    sb.append("| fault | injected | of which at random | held ms (median) | caught up after the heal, ms (median / max) | after the injection, ms (median / max) |\n"
+        + "|---|---:|---:|---:|---:|---:|\n");
     Map<Kind, Integer> counts = Chaos.counts(all);
     for (Map.Entry<Kind, Integer> e : counts.entrySet()) {
       long[] held = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::heldMillis).sorted().toArray();
       long[] rec = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::recoveryMillis).sorted().toArray();
       long[] total = all.stream().filter(i -> i.kind() == e.getKey()).mapToLong(Injection::sinceInjectionMillis).sorted().toArray();
-      sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d / %d | %d / %d |%n", e.getKey(), e.getValue(), held[held.length / 2],
+      long random = all.stream().filter(i -> i.kind() == e.getKey() && !i.planned()).count();
+      sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %d / %d | %d / %d |%n", e.getKey(), e.getValue(), random, held[held.length / 2],
           rec[rec.length / 2], rec[rec.length - 1], total[total.length / 2], total[total.length - 1]));
     }
-    sb.append("\n| round | seed | faults | records | deliveries | flagged redeliveries | escalated | checker |\n|---:|---:|---:|---:|---:|---:|---|---|\n");
+    sb.append("\n| round | seed | faults (at random) | records | deliveries | flagged redeliveries | escalated | checker |\n|---:|---:|---:|---:|---:|---:|---|---|\n");
     for (Round r : rounds) {
-      sb.append(String.format(Locale.ROOT, "| %d | %d | %d | %d | %d | %d | %s | passed |%n", r.number(), r.seed(), r.injections().size(),
+      sb.append(String.format(Locale.ROOT, "| %d | %d | %d (%d) | %d | %d | %d | %s | passed |%n", r.number(), r.seed(), r.injections().size(),
+          r.injections().stream().filter(i -> !i.planned()).count(),
           r.result().produced(), r.result().delivered(), r.result().redeliveries(), r.result().escalated()));
     }
     return sb.toString();

@@ -64,6 +64,8 @@ final class ScenarioDriver {
   private final List<Produced> produced = new CopyOnWriteArrayList<>();
   private final Map<String, Duration> lag = new HashMap<>();
   private Duration streamPace = Duration.ofMillis(50);
+  /** 0: every batch at once; else the pause per record produced, from {@link #spreadOver}. */
+  private long nanosPerRecord;
   private long startNanos;
   private long l1KeysWiped = -1;
 
@@ -82,6 +84,17 @@ final class ScenarioDriver {
   /** The pause before each chunk of a concurrent stream (default 50 ms), so that streams overlap. */
   ScenarioDriver streamPace(Duration pausePerChunk) {
     streamPace = pausePerChunk;
+    return this;
+  }
+
+  /**
+   * Produces the scenario's records at a steady rate, so that producing them all takes about
+   * {@code duration} (plus the waits for each wave's deliveries): a round under faults then has
+   * traffic for that long. Without it a wave's batches are produced as fast as they are
+   * acknowledged.
+   */
+  ScenarioDriver spreadOver(Duration duration) {
+    nanosPerRecord = duration.toNanos() / Math.max(1, scenario.records());
     return this;
   }
 
@@ -115,7 +128,15 @@ final class ScenarioDriver {
         produceConcurrently(wave);
       } else {
         for (List<Planned> batch : wave.batches()) {
-          produce(batch);
+          if (nanosPerRecord == 0) {
+            produce(batch);
+            continue;
+          }
+          for (int i = 0; i < batch.size(); i += CHUNK) {
+            List<Planned> chunk = batch.subList(i, Math.min(batch.size(), i + CHUNK));
+            pause(chunk.size());
+            produce(chunk);
+          }
         }
       }
       for (Hook h : hooks) {
@@ -144,7 +165,7 @@ final class ScenarioDriver {
           Thread.sleep(lag.getOrDefault(stream.get(0).route(), Duration.ZERO).toMillis());
           try (KafkaProducer<byte[], byte[]> producer = streamProducer()) {
             for (int i = 0; i < stream.size(); i += CHUNK) {
-              Thread.sleep(streamPace.toMillis());
+              Thread.sleep(Math.max(streamPace.toMillis(), TimeUnit.NANOSECONDS.toMillis(nanosPerRecord * CHUNK * wave.batches().size())));
               produce(producer, stream.subList(i, Math.min(stream.size(), i + CHUNK)));
             }
           }
@@ -188,6 +209,15 @@ final class ScenarioDriver {
       out.add(new Produced(chunk.get(i), md.topic(), md.partition(), md.offset(), System.nanoTime()));
     }
     produced.addAll(out);
+  }
+
+  private void pause(int records) {
+    try {
+      TimeUnit.NANOSECONDS.sleep(nanosPerRecord * records);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while producing", e);
+    }
   }
 
   private void produce(List<Planned> batch) {
