@@ -189,8 +189,8 @@ public final class Bench {
           for (Scenario s : o.only()) {
             if (s.paced) {
               Stats st = runner.paced(s, o.pacedRate());
-              System.out.printf(Locale.ROOT, "paced %d  %-22s at %d rec/s: p50 %7.1f ms  p99 %7.1f ms  (%d records)%n", rep, s.id,
-                  o.pacedRate(), st.p50(), st.p99(), st.count());
+              System.out.printf(Locale.ROOT, "paced %d  %-22s at %d rec/s: p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id,
+                  o.pacedRate(), st.p50(), st.p99(), st.count(), atBusiness(st));
             }
           }
         }
@@ -205,8 +205,8 @@ public final class Bench {
           if (s.paced && (s != Scenario.GUARD_MACHINE_PROCESS || Files.isRegularFile(o.sidecarJar()))) {
             Stats st = runner.paced(s, rate);
             paced.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
-            System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%n", rep, s.id, st.p50(), st.p99(),
-                st.count());
+            System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
+                st.count(), atBusiness(st));
           }
         }
       }
@@ -256,6 +256,12 @@ public final class Bench {
   }
 
   /** Median of the values, or NaN for none. */
+  /** ", at the business p50 … p99 …" for a guarded paced run, else empty. */
+  static String atBusiness(Stats st) {
+    return st.atBusiness() == null ? ""
+        : String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99());
+  }
+
   static double median(java.util.stream.DoubleStream values) {
     double[] s = values.filter(v -> !Double.isNaN(v)).sorted().toArray();
     if (s.length == 0) {
@@ -342,13 +348,19 @@ public final class Bench {
       Completions done = new Completions(cpu);
       done.reset(warmup);
       String db = s.ownDatabase() ? newDatabaseName() : null;
+      boolean guardedInProcess = s == Scenario.GUARD_MACHINE || s == Scenario.GUARD_NO_MACHINE;
+      Completions atBusiness = new Completions(cpu);
       try (AutoCloseable consumer = start(s, topic, db, done)) {
         done.await(warmup, Duration.ofMinutes(3));
         int n = rate * o.pacedSeconds();
         done.reset(n);
+        atBusiness.reset(n);
+        if (guardedInProcess) {
+          business.onReceive(topic, atBusiness);
+        }
         kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
-        return done.stats();
+        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats()) : done.stats();
       } finally {
         if (db != null) {
           env.dropDatabase(db);

@@ -25,9 +25,13 @@ import java.util.function.Function;
 final class Results {
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
-  /** One scenario's medians; {@code runs} keeps the per-repeat figures for the page. */
-  record Row(Scenario scenario, Double recPerS, Double ratio, Double jvmCpu, Double jitCpu, Double dbCpu, Double p50, Double p99, List<Stats> runs,
-      List<Stats> pacedRuns) {}
+  /**
+   * One scenario's medians; {@code runs} keeps the per-repeat figures for the page.
+   * {@code p50Business}/{@code p99Business}: a guarded in-process scenario's paced ages when the
+   * business received the records (null for the others).
+   */
+  record Row(Scenario scenario, Double recPerS, Double ratio, Double jvmCpu, Double jitCpu, Double dbCpu, Double p50, Double p99,
+      Double p50Business, Double p99Business, List<Stats> runs, List<Stats> pacedRuns) {}
 
   final Bench.RunInfo info;
   final Map<Scenario, Row> rows;
@@ -57,7 +61,9 @@ final class Results {
       List<Stats> p = paced.getOrDefault(s, List.of());
       Double tp = median(runs, Stats::throughput);
       rows.put(s, new Row(s, tp, tp == null || base == null ? null : tp / base, median(runs, Stats::jvmCpuMsPerRecord),
-          median(runs, Stats::jitCpuMsPerRecord), median(runs, Stats::dbCpuMsPerRecord), median(p, Stats::p50), median(p, Stats::p99), runs, p));
+          median(runs, Stats::jitCpuMsPerRecord), median(runs, Stats::dbCpuMsPerRecord), median(p, Stats::p50), median(p, Stats::p99),
+          median(p, st -> st.atBusiness() == null ? null : st.atBusiness().p50()),
+          median(p, st -> st.atBusiness() == null ? null : st.atBusiness().p99()), runs, p));
     }
     JsonNode seed = JSON.createArrayNode();
     boolean present = false;
@@ -90,6 +96,8 @@ final class Results {
       m.put("db_cpu_ms_per_record", round(r.dbCpu(), 4));
       m.put("p50_ms", round(r.p50(), 2));
       m.put("p99_ms", round(r.p99(), 2));
+      m.put("p50_business_ms", round(r.p50Business(), 2));
+      m.put("p99_business_ms", round(r.p99Business(), 2));
       scenarios.put(r.scenario().id, m);
     }
     Map<String, Object> rssMb = new LinkedHashMap<>();

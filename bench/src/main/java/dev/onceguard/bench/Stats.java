@@ -11,7 +11,13 @@ package dev.onceguard.bench;
  * @param dbCpuMsPerRecord the local MariaDB server's CPU over the window per record, or null
  * @param agesMs every record's age at its end, sorted, ms (whole milliseconds: Kafka timestamps)
  * @param answeredBy guarded records per layer of their verdict (empty without a guard)
+ * @param atBusiness for a guarded paced run, the same records' ages when the business received
+ *     them (before the confirm that ends them); else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
-    double[] agesMs, java.util.Map<String, Integer> answeredBy) {}
+    double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness) {
+  Stats withAtBusiness(Stats b) {
+    return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b);
+  }
+}

@@ -93,6 +93,7 @@ final class Chaos implements AutoCloseable {
   private final java.util.Deque<List<Kind>> plan;
   private final java.util.concurrent.CountDownLatch planDone = new java.util.concurrent.CountDownLatch(1);
   private volatile boolean stopping;
+  private final java.util.concurrent.CountDownLatch stopSignal = new java.util.concurrent.CountDownLatch(1);
   private volatile Throwable failure;
 
   /**
@@ -145,11 +146,19 @@ final class Chaos implements AutoCloseable {
     thread.start();
   }
 
-  /** Stops injecting, heals whatever is still injected and waits for the thread. */
+  /**
+   * Stops injecting, waits for the thread and heals whatever is still injected. The thread is
+   * woken from its pauses, never interrupted: an injection or a heal cut off half-way (a Galera
+   * node stopped by a script whose wait was interrupted, its heal never queued) would leave a
+   * fault nobody heals.
+   */
   void stop() throws InterruptedException {
     stopping = true;
-    thread.interrupt();
+    stopSignal.countDown();
     thread.join(TimeUnit.MINUTES.toMillis(3));
+    if (thread.isAlive()) {
+      throw new AssertionError("the chaos thread did not end within 3 minutes of stop()");
+    }
     synchronized (pending) {
       healAll();
     }
@@ -210,13 +219,9 @@ final class Chaos implements AutoCloseable {
         log.accept(String.format("chaos: %s held %d ms; all groups caught up %d ms after the heal, %d ms after the injection", details,
             held, recovery, total));
       }
-    } catch (InterruptedException e) {
-      // stop() interrupts a sleep or a recovery wait: heal and end
+    } catch (Stopped e) {
+      // stop() came during a pause: it heals what is injected
     } catch (Throwable t) {
-      planDone.countDown();
-      if (stopping && t.getCause() instanceof InterruptedException) {
-        return; // interrupted inside a Kafka admin call
-      }
       failure = t;
       log.accept("chaos: failed: " + t);
     } finally {
@@ -233,12 +238,17 @@ final class Chaos implements AutoCloseable {
     Kind second;
     do {
       second = kinds.get(random.nextInt(kinds.size()));
-    } while (second == first || (isSidecarFault(first) && isSidecarFault(second)));
+    } while (second == first || (isSidecarFault(first) && isSidecarFault(second)) || (isGaleraFault(first) && isGaleraFault(second)));
     return List.of(first, second);
   }
 
   private static boolean isSidecarFault(Kind k) {
     return k == Kind.SIDECAR_KILL9 || k == Kind.SIDECAR_SIGTERM;
+  }
+
+  /** One node's restart inside a restart of them all would heal in the wrong order (the node first, with no cluster to join). */
+  private static boolean isGaleraFault(Kind k) {
+    return k == Kind.GALERA_RESTART || k == Kind.GALERA_FULL_RESTART;
   }
 
   /** Injects {@code k} now and queues its heal; returns what was done, for the log. */
@@ -356,8 +366,18 @@ final class Chaos implements AutoCloseable {
     }
   }
 
-  private static void sleep(long millis) throws InterruptedException {
-    Thread.sleep(millis);
+  /** A pause that {@link #stop()} cuts short. */
+  private void sleep(long millis) throws InterruptedException, Stopped {
+    if (stopSignal.await(millis, TimeUnit.MILLISECONDS)) {
+      throw new Stopped();
+    }
+  }
+
+  /** {@link #stop()} was called during a pause. */
+  private static final class Stopped extends Exception {
+    Stopped() {
+      super(null, null, false, false);
+    }
   }
 
   /** {@code scripts/stack.sh} of this checkout when the broker under test is its own, else null. */

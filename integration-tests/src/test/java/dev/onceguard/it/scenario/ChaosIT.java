@@ -50,6 +50,8 @@ class ChaosIT {
    * keep coming at random under traffic once the plan is done.
    */
   static final long ROUND_SECONDS = Long.getLong("chaos.round-seconds", 0);
+  /** Every route's early-arrival timeout when faults come under traffic ({@link #ROUND_SECONDS} > 0). */
+  static final String EARLY_ARRIVAL_TIMEOUT_UNDER_TRAFFIC = "90s";
   /**
    * Injected first in every round, so that even the short run meets each kind of fault once: a
    * broker killed (the single one, or one of the cluster's three), a sidecar killed while a MySQL
@@ -131,8 +133,8 @@ class ChaosIT {
         : cluster.list("ONCEGUARD_CLUSTER_MYSQL_PORTS").stream().map(Integer::parseInt).toList();
     KafkaSupport kafka = cluster == null ? new KafkaSupport() : new KafkaSupport(cluster.env("ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP"), (short) 3);
     try (RedisProcess redis = RedisProcess.start();
-        ScenarioEnv env = new ScenarioEnv("ChaosIT-" + number, PARTITIONS, kafka, new Mysql(ItEnv.mysqlHost(), mysqlPorts.get(0)))
-            .redisUri(redis.uri());
+        ScenarioEnv env = earlyArrivalTimeouts(new ScenarioEnv("ChaosIT-" + number, PARTITIONS, kafka, new Mysql(ItEnv.mysqlHost(), mysqlPorts.get(0)))
+            .redisUri(redis.uri()));
         RecordingBusiness business = RecordingBusiness.start();
         RelayProcess front = RelayProcess.start("127.0.0.1", business.port());
         Chaos.Fleet fleet = new Chaos.Fleet(env, front.address(), "chaos-r" + number, INSTANCES, mysqlPorts)) {
@@ -159,6 +161,23 @@ class ChaosIT {
       driver.log("round %d passed the checker: %d faults, %d redeliveries (flagged)", number, chaos.injections().size(), r.redeliveries());
       return new Round(number, seed, r, chaos.injections(), (System.nanoTime() - t0) / 1e9);
     }
+  }
+
+  /**
+   * An early arrival waits for its predecessor up to its route's early-arrival timeout, then is
+   * escalated, by design. With traffic spread over the round ({@link #ROUND_SECONDS} > 0) faults
+   * come while a stage's records are still being produced, and a full Galera restart stalls every
+   * route for up to a minute (64 s seen): the scenario's "arrives early, applied once its
+   * predecessor is" then needs a longer wait than the 10 s (deliver) and 60 s (the others) of make
+   * test's round. Set before the fleet starts.
+   */
+  private static ScenarioEnv earlyArrivalTimeouts(ScenarioEnv env) {
+    if (ROUND_SECONDS > 0) {
+      for (String route : OrderScenario.ROUTES) {
+        env.earlyArrivalTimeout(route, EARLY_ARRIVAL_TIMEOUT_UNDER_TRAFFIC);
+      }
+    }
+    return env;
   }
 
   /** Markdown: per fault kind how often and the recovery after its heal, per round what the checker found. */
