@@ -255,13 +255,13 @@ public final class Bench {
     return "og_bench_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
   }
 
-  /** Median of the values, or NaN for none. */
-  /** ", at the business p50 … p99 …" for a guarded paced run, else empty. */
+  /** "; at the business p50 … p99 …" for a guarded paced run, else empty. */
   static String atBusiness(Stats st) {
     return st.atBusiness() == null ? ""
         : String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99());
   }
 
+  /** Median of the values, or NaN for none. */
   static double median(java.util.stream.DoubleStream values) {
     double[] s = values.filter(v -> !Double.isNaN(v)).sorted().toArray();
     if (s.length == 0) {

@@ -29,7 +29,8 @@ import org.apache.kafka.common.TopicPartition;
  * <p>The faults a single machine allows: kill -9 and SIGTERM of a sidecar process (then a new one
  * with the same instance id, as a restarted pod), the business answering slowly or not at all
  * (in the test JVM: a hung handler, the connection and its PINGs alive) or a SIGSTOPped process
- * in front of it (nothing answers at all, what was sent arrives after SIGCONT), one sidecar's link to MySQL slowed or cut (a relay),
+ * in front of it (nothing answers at all, what was sent arrives after SIGCONT), one sidecar's
+ * link to MySQL slowed or cut (a relay),
  * the private Redis killed and restarted empty, and the Kafka broker killed with kill -9 and
  * restarted on its data ({@code scripts/stack.sh kafka-kill|kafka-start}); on the local cluster
  * stack ({@code scripts/cluster.sh}) instead one of three brokers or one of three Galera nodes
@@ -99,15 +100,12 @@ final class Chaos implements AutoCloseable {
   /**
    * @param plan faults to inject first, in this order, each entry at once (kinds the machine
    *     cannot inject are left out); then faults at random
-   */
-  /**
    * @param businessFront the process the sidecars reach the business through, else null
    * @param stackScript {@code scripts/stack.sh} when the broker is its single broker, else null
    * @param cluster the local cluster stack (Kafka and Galera) the run uses, else null
    */
   Chaos(long seed, List<List<Kind>> plan, Fleet fleet, RecordingBusiness business, RelayProcess businessFront, RedisProcess redis,
-      ScenarioEnv env, Path stackScript,
-      dev.onceguard.it.ClusterScript cluster, Consumer<String> log) {
+      ScenarioEnv env, Path stackScript, dev.onceguard.it.ClusterScript cluster, Consumer<String> log) {
     this.random = new Random(seed);
     this.fleet = fleet;
     this.business = business;
@@ -419,8 +417,10 @@ final class Chaos implements AutoCloseable {
     private final List<SidecarProcess> processes = new ArrayList<>();
     private final List<Integer> starts = new ArrayList<>();
 
-    /** @param mysqlPorts MySQL servers on loopback: sidecar {@code i} reaches the {@code i % n}-th (a Galera node each) */
-    /** @param target the business's host:port */
+    /**
+     * @param target the business's host:port
+     * @param mysqlPorts MySQL servers on loopback: sidecar {@code i} reaches the {@code i % n}-th (a Galera node each)
+     */
     Fleet(ScenarioEnv env, String target, String name, int size, List<Integer> mysqlPorts) throws InterruptedException {
       this.env = env;
       this.target = target;

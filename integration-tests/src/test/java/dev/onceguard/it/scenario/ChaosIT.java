@@ -33,8 +33,9 @@ import org.junit.jupiter.api.Test;
  * to its end, every escalation accounted for.
  *
  * <p>In {@code make test} one short round with a fixed seed on each stack: the single-node one and
- * the local cluster (a broker, a Galera node and a sidecar are among the planned faults). {@code make chaos} runs rounds
- * while another, as long as the last, fits in {@code -Dchaos.seconds} (CHAOS_SECONDS, default 600; at least one), from {@code -Dchaos.seed}
+ * the local cluster (a broker, a Galera node and a sidecar are among the planned faults).
+ * {@code make chaos} runs rounds while another, as long as the last, fits in
+ * {@code -Dchaos.seconds} (CHAOS_SECONDS, default 600; at least one), from {@code -Dchaos.seed}
  * (CHAOS_SEED, random by default), and writes {@code target/chaos/report.md}. The same seed
  * injects the same faults in the same order; their timing follows the run.
  */
@@ -57,7 +58,8 @@ class ChaosIT {
    * broker killed (the single one, or one of the cluster's three), a sidecar killed while a MySQL
    * link is cut, a Galera node killed while the business hangs, Redis lost while a sidecar is
    * stopped, a slow MySQL link and a slow business, the process in front of the business
-   * SIGSTOPped, then every Galera node at once (a full MariaDB restart). Kinds the stack in use cannot inject are left out.
+   * SIGSTOPped, then every Galera node at once (a full MariaDB restart). Kinds the stack in use
+   * cannot inject are left out.
    */
   static final List<List<Kind>> PLAN = List.of(List.of(Kind.KAFKA_RESTART), List.of(Kind.BROKER_RESTART),
       List.of(Kind.SIDECAR_KILL9, Kind.MYSQL_CUT), List.of(Kind.GALERA_RESTART, Kind.BUSINESS_HUNG),
