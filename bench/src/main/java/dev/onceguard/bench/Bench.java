@@ -349,13 +349,13 @@ public final class Bench {
       done.reset(warmup);
       String db = s.ownDatabase() ? newDatabaseName() : null;
       boolean guardedInProcess = s == Scenario.GUARD_MACHINE || s == Scenario.GUARD_NO_MACHINE;
-      Completions atBusiness = new Completions(cpu);
+      Completions atBusiness = guardedInProcess ? new Completions(cpu) : null;
       try (AutoCloseable consumer = start(s, topic, db, done)) {
         done.await(warmup, Duration.ofMinutes(3));
         int n = rate * o.pacedSeconds();
         done.reset(n);
-        atBusiness.reset(n);
         if (guardedInProcess) {
+          atBusiness.reset(n);
           business.onReceive(topic, atBusiness);
         }
         kafka.producePaced(topic, w.paced(n), rate);

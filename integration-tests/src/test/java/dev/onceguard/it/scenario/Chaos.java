@@ -45,7 +45,7 @@ final class Chaos implements AutoCloseable {
     /**
      * The process in front of the business ({@link RelayProcess}) is SIGSTOPped, then SIGCONTed:
      * connections stay open and nothing answers, not even a PING; what was sent meanwhile arrives
-     * late, after the sidecar's deadline.
+     * late (held past the route's handler-timeout, after the sidecar gave up on the call).
      */
     BUSINESS_SIGSTOP,
     MYSQL_SLOW, MYSQL_CUT, REDIS_RESTART,
