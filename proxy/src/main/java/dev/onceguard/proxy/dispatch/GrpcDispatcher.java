@@ -177,10 +177,13 @@ public final class GrpcDispatcher implements Dispatcher {
 
   /**
    * A plaintext client's HTTP/2 preface on a TLS port makes the server close the connection, which
-   * gRPC reports as {@code UNAVAILABLE: Network closed for unknown reason}: say what it likely means.
+   * gRPC reports as {@code UNAVAILABLE: Network closed for unknown reason}, or, when the close
+   * comes as a reset, as {@code UNAVAILABLE: io exception} (both seen in GrpcSecurityTest): say
+   * what it likely means.
    */
   private DispatchResult withHint(DispatchResult r) {
-    if (plaintextTcp && r.kind() == DispatchResult.Kind.RETRY && r.message().contains("Network closed for unknown reason")) {
+    if (plaintextTcp && r.kind() == DispatchResult.Kind.RETRY
+        && (r.message().contains("Network closed for unknown reason") || r.message().contains("UNAVAILABLE: io exception"))) {
       return new DispatchResult(r.kind(), r.message() + " (if the business serves TLS, configure this route's target-tls)",
           r.retryAfter(), r.maybeDelivered(), r.businessDown());
     }
