@@ -122,7 +122,10 @@ public final class GrpcDispatcher implements Dispatcher {
     if (authority != null) {
       b.overrideAuthority(authority);
     }
-    return b.userAgent("onceguard-sidecar").build();
+    // responses complete on the transport's thread: what follows a call (the confirm, queued to
+    // the store) never blocks, and a hop through gRPC's default executor costs a thread wake-up
+    // per call
+    return b.userAgent("onceguard-sidecar").directExecutor().build();
   }
 
   @Override

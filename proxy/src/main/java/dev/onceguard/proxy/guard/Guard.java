@@ -234,10 +234,23 @@ public final class Guard implements AutoCloseable {
   }
 
   /**
-   * Confirms the claim, then writes L1 (best effort). The stage's value is false if the claim was
-   * lost meanwhile (its lease expired and another owner took it over): that owner finishes it.
+   * Confirms the claim, then writes L1 (best effort) and completes once that write is through, so
+   * that a duplicate asked right after is answered by L1 (what a Guard API client that confirms and
+   * then asks again expects). The stage's value is false if the claim was lost meanwhile (its lease
+   * expired and another owner took it over): that owner finishes it.
    */
   public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim) {
+    return confirm(route, claim, true);
+  }
+
+  /**
+   * {@link #confirm(RouteConfig, Claim)}; with {@code awaitL1} false the stage completes as soon
+   * as the store took the confirm, and the L1 write goes on beside it. The consumer pipeline does
+   * that: L1 is a best-effort cache whose failures are swallowed anyway, so the record's verdict
+   * (and its offset, and the next record of its entity) need not wait a Redis round trip for it; a
+   * duplicate that arrives before the write lands is answered by the ledger instead.
+   */
+  public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim, boolean awaitL1) {
     long now = clock.nowMillis();
     return retryingContention(() -> store.confirm(claim, now), 1).thenCompose(ok -> {
       release(claim);
@@ -246,7 +259,9 @@ public final class Guard implements AutoCloseable {
             claim.route(), claim.dedupKey(), claim.entityId());
         return CompletableFuture.completedFuture(false);
       }
-      return cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl()).thenApply(x -> true);
+      CompletionStage<Boolean> written =
+          cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl()).thenApply(x -> true);
+      return awaitL1 ? written : CompletableFuture.completedFuture(true);
     });
   }
 

@@ -682,7 +682,7 @@ public final class GuardedProcessor implements RecordProcessor {
         // must not let another owner forward the record again
         scheduleRenewal();
         Span span = trace.step("onceguard.confirm");
-        guard.confirm(route, claim).whenComplete(step(span, ok -> ok == null ? null : ok ? "confirmed" : "taken over", (ok, e) -> {
+        guard.confirm(route, claim, false).whenComplete(step(span, ok -> ok == null ? null : ok ? "confirmed" : "taken over", (ok, e) -> {
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
