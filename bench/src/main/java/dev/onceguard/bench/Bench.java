@@ -2,11 +2,13 @@ package dev.onceguard.bench;
 
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.SidecarConfig;
+import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.proxy.ops.GuardRuntime;
 import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.pipeline.ProcessorFactory;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Verdict;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * {@code make bench}: the sidecar's Kafka-to-gRPC pipeline with and without the guard, and two
@@ -149,7 +152,7 @@ public final class Bench {
     List<ScaleCell> scale = new ArrayList<>();
     int rate;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
-      Runner runner = new Runner(o, env, kafka, business, cpu);
+      Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes());
       // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, r2dbc, lettuce, JDBC) before the first measured run
       List<Scenario> warm = o.only().isEmpty() ? List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)
           : o.only().stream().map(s -> s.machine() ? Scenario.GUARD_MACHINE : s).distinct().toList();
@@ -255,10 +258,21 @@ public final class Bench {
     return "og_bench_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
   }
 
-  /** "; at the business p50 … p99 …" for a guarded paced run, else empty. */
+  /**
+   * "; at the business p50 … p99 …; claim p50/p99 …, handle …, confirm …" for a guarded paced run,
+   * else empty.
+   */
   static String atBusiness(Stats st) {
-    return st.atBusiness() == null ? ""
-        : String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99());
+    if (st.atBusiness() == null) {
+      return "";
+    }
+    StringBuilder sb = new StringBuilder(
+        String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99()));
+    if (st.steps() != null && !st.steps().isEmpty()) {
+      sb.append(";");
+      st.steps().forEach((step, q) -> sb.append(String.format(Locale.ROOT, " %s p50/p99 %.1f/%.1f ms", step, q[0], q[1])));
+    }
+    return sb.toString();
   }
 
   /** Median of the values, or NaN for none. */
@@ -299,7 +313,7 @@ public final class Bench {
   record ScaleCell(int instances, double rttMs, double recPerS, double p50Ms, double p99Ms) {}
 
   /** Runs one scenario against the shared broker, business and services. */
-  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu) {
+  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu, StepTimes steps) {
 
     /** {@link #throughput}, recorded by JFR when {@code --jfr} asks for it. */
     Stats measured(Scenario s, int rep, String database, Workload w, int records) throws Exception {
@@ -357,10 +371,11 @@ public final class Bench {
         if (guardedInProcess) {
           atBusiness.reset(n);
           business.onReceive(topic, atBusiness);
+          steps.arm();
         }
         kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
-        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats()) : done.stats();
+        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm()) : done.stats();
       } finally {
         if (db != null) {
           env.dropDatabase(db);
@@ -409,11 +424,19 @@ public final class Bench {
       business.onReceive(topic, s == Scenario.BASELINE ? done : null);
       GuardRuntime runtime = s == Scenario.BASELINE ? null : new GuardRuntime(cfg, Clock.SYSTEM);
       ProcessorFactory processors = runtime == null ? ProcessorFactory.forwarding()
-          : runtime.processors((record, verdict, forwarded) -> {
-            if (verdict.getDisposition() != Disposition.ILLEGAL_TRANSITION_ESCALATE) {
-              done.add(record.timestamp(), verdict.getLayer().name());
-            } else {
-              done.failed(verdict.getReason() + ": " + verdict.getDetail());
+          : runtime.processors(new VerdictListener() {
+            @Override
+            public void onVerdict(ConsumerRecord<byte[], byte[]> record, Verdict verdict, boolean forwarded) {
+              if (verdict.getDisposition() != Disposition.ILLEGAL_TRANSITION_ESCALATE) {
+                done.add(record.timestamp(), verdict.getLayer().name());
+              } else {
+                done.failed(verdict.getReason() + ": " + verdict.getDetail());
+              }
+            }
+
+            @Override
+            public void onStep(String route, Step step, long nanos) {
+              steps.add(step, nanos);
             }
           });
       Sidecar sidecar = new Sidecar(cfg, processors, runtime == null ? List.of() : runtime.services());

@@ -102,6 +102,27 @@ final class BenchPage {
       }
     }
     md.append("\n");
+    boolean anySteps = r.rows.values().stream().anyMatch(row -> !row.steps().isEmpty());
+    if (anySteps) {
+      md.append("Where a guarded record's time went in the paced runs: the steps the pipeline reports (the same figures as the"
+          + " sidecar's `onceguard_step_seconds` histogram), medians over the paced runs of each step's p50 / p99. `claim`: the L1"
+          + " lookup and the claim in the store, its wait for a claim group included; `handle`: one call to the business; `confirm`:"
+          + " the confirm in the store, its wait for a confirm group included. What a record's age holds beyond them is its time"
+          + " before the sidecar consumed it and between steps.\n\n| scenario | claim p50 / p99 ms | handle p50 / p99 ms"
+          + " | confirm p50 / p99 ms |\n|---|---:|---:|---:|\n");
+      for (Results.Row row : r.rows.values()) {
+        Map<String, double[]> st = row.steps();
+        if (!st.isEmpty()) {
+          md.append("| `").append(row.scenario().id).append("`");
+          for (String step : List.of("claim", "handle", "confirm")) {
+            double[] q = st.get(step);
+            md.append(" | ").append(q == null ? "–" : Results.fmt(q[0], 1) + " / " + Results.fmt(q[1], 1));
+          }
+          md.append(" |\n");
+        }
+      }
+      md.append("\n");
+    }
     md.append(image(throughputChart(), "Throughput relative to baseline"));
     md.append(image(cpuChart(), "CPU per record, JVM and MariaDB"));
     md.append(image(ageCdfChart(), "Record age at the paced rate, cumulative distribution"));

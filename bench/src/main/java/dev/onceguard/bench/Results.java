@@ -31,7 +31,28 @@ final class Results {
    * business received the records (null for the others).
    */
   record Row(Scenario scenario, Double recPerS, Double ratio, Double jvmCpu, Double jitCpu, Double dbCpu, Double p50, Double p99,
-      Double p50Business, Double p99Business, List<Stats> runs, List<Stats> pacedRuns) {}
+      Double p50Business, Double p99Business, List<Stats> runs, List<Stats> pacedRuns) {
+    /**
+     * Per step the guarded pipeline reports (claim, handle, confirm), the medians over the paced
+     * runs of its {p50, p99} in ms; empty for a scenario without them.
+     */
+    Map<String, double[]> steps() {
+      Map<String, double[]> out = new LinkedHashMap<>();
+      for (Stats st : pacedRuns) {
+        if (st.steps() != null) {
+          st.steps().keySet().forEach(k -> out.putIfAbsent(k, null));
+        }
+      }
+      out.replaceAll((step, none) -> new double[] {
+          stepMedian(step, 0), stepMedian(step, 1)});
+      return out;
+    }
+
+    private double stepMedian(String step, int i) {
+      return Bench.median(pacedRuns.stream().filter(st -> st.steps() != null && st.steps().containsKey(step))
+          .mapToDouble(st -> st.steps().get(step)[i]));
+    }
+  }
 
   final Bench.RunInfo info;
   final Map<Scenario, Row> rows;
@@ -98,6 +119,14 @@ final class Results {
       m.put("p99_ms", round(r.p99(), 2));
       m.put("p50_business_ms", round(r.p50Business(), 2));
       m.put("p99_business_ms", round(r.p99Business(), 2));
+      Map<String, Object> steps = new LinkedHashMap<>();
+      r.steps().forEach((step, q) -> {
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("p50_ms", round(q[0], 2));
+        t.put("p99_ms", round(q[1], 2));
+        steps.put(step, t);
+      });
+      m.put("steps", steps.isEmpty() ? null : steps);
       scenarios.put(r.scenario().id, m);
     }
     Map<String, Object> rssMb = new LinkedHashMap<>();

@@ -13,11 +13,14 @@ package dev.onceguard.bench;
  * @param answeredBy guarded records per layer of their verdict (empty without a guard)
  * @param atBusiness for a guarded paced run, the same records' ages when the business received
  *     them (before the confirm that ends them); else null
+ * @param steps for a guarded paced run, per step the pipeline reports (claim, handle, confirm)
+ *     its {p50, p99} in ms over the same records; else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
-    double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness) {
-  Stats withAtBusiness(Stats b) {
-    return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b);
+    double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps) {
+  Stats withAtBusiness(Stats b, java.util.Map<String, double[]> stepTimes) {
+    return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b,
+        stepTimes);
   }
 }

@@ -263,6 +263,15 @@ public final class GuardedProcessor implements RecordProcessor {
       };
     }
 
+    /** Tells the listener how long {@code s}, begun at {@code beganNanos}, took. */
+    void timed(VerdictListener.Step s, long beganNanos) {
+      try {
+        listener.onStep(route.name(), s, System.nanoTime() - beganNanos);
+      } catch (RuntimeException le) {
+        fields(log.atWarn()).log("verdict listener failed on a step: {}", le.toString());
+      }
+    }
+
     String where() {
       return "route=" + route.name() + " " + source + (event == null ? "" : " key=" + event.dedupKey().substring(0, 12));
     }
@@ -308,11 +317,13 @@ public final class GuardedProcessor implements RecordProcessor {
         }
       }
       Span span = trace.step("onceguard.claim");
+      long began = System.nanoTime();
       guard.claim(route, event, source).whenComplete(step(span, r -> r == null ? null : r.getClass().getSimpleName(), (r, e) -> {
         if (e != null) {
           storeTrouble("claim", e, this::claim);
           return;
         }
+        timed(VerdictListener.Step.CLAIM, began);
         storeRetries = 0;
         if (r instanceof ClaimResult.Accepted a) {
           // registered first: whatever throws from here on must hand the claim back (giveUp)
@@ -595,10 +606,12 @@ public final class GuardedProcessor implements RecordProcessor {
         scheduleRenewal();
         dispatched = true;
         Span span = trace.handle(n);
+        long began = System.nanoTime();
         CompletableFuture<DispatchResult> call =
             dispatcher.dispatch(d, route.handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
         call.whenComplete(step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
+          timed(VerdictListener.Step.HANDLE, began);
           if (cancel.isCancelled()) {
             abandon();
             return;
@@ -682,12 +695,14 @@ public final class GuardedProcessor implements RecordProcessor {
         // must not let another owner forward the record again
         scheduleRenewal();
         Span span = trace.step("onceguard.confirm");
+        long began = System.nanoTime();
         guard.confirm(route, claim, false).whenComplete(step(span, ok -> ok == null ? null : ok ? "confirmed" : "taken over", (ok, e) -> {
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);
             return;
           }
+          timed(VerdictListener.Step.CONFIRM, began);
           settled.set(true); // Guard.confirm released it
           stopRenewal();
           storeRetries = 0;

@@ -22,6 +22,8 @@ import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.ExecutorScheduler;
 import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Disposition;
+import dev.onceguard.v1.Verdict;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
@@ -195,11 +197,19 @@ public final class GuardRuntime implements AutoCloseable {
     return ctx -> {
       RouteConfig route = ctx.route();
       // pull routes: escalations also reach subscribers that asked for notices, once written
-      VerdictListener withNotices = (record, verdict, forwarded) -> {
-        if (verdict.getDisposition() == Disposition.ILLEGAL_TRANSITION_ESCALATE) {
-          pullHub.escalated(route.name(), record, verdict);
+      VerdictListener withNotices = new VerdictListener() {
+        @Override
+        public void onVerdict(ConsumerRecord<byte[], byte[]> record, Verdict verdict, boolean forwarded) {
+          if (verdict.getDisposition() == Disposition.ILLEGAL_TRANSITION_ESCALATE) {
+            pullHub.escalated(route.name(), record, verdict);
+          }
+          listener.onVerdict(record, verdict, forwarded);
         }
-        listener.onVerdict(record, verdict, forwarded);
+
+        @Override
+        public void onStep(String routeName, Step step, long nanos) {
+          listener.onStep(routeName, step, nanos);
+        }
       };
       Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,

@@ -33,7 +33,8 @@ import org.apache.kafka.common.TopicPartition;
  * The sidecar's metrics: every final verdict counted as
  * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, the record's age at its
  * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}} (the fixed
- * buckets {@link #RECORD_AGE_BUCKETS}), cumulative counts registered with {@link #counter}
+ * buckets {@link #RECORD_AGE_BUCKETS}), how long each step of a guarded record took as the
+ * histogram {@code onceguard_step_seconds{route,step}} ({@link #STEP_BUCKETS}), cumulative counts registered with {@link #counter}
  * (Prometheus names end in {@code _total}), current values with {@link #gauge} and, per
  * partition, {@link #partitionGauge}, {@code onceguard_build_info{version,commit}} ({@link #buildInfo}),
  * and the JVM's memory and threads. {@link #snapshot()} renders the verdict counts for the
@@ -63,6 +64,15 @@ public final class Metrics implements VerdictListener, AutoCloseable {
       Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1), Duration.ofHours(6), Duration.ofDays(1), Duration.ofDays(3),
       Duration.ofDays(7), Duration.ofDays(14), Duration.ofDays(30), Duration.ofDays(90));
 
+  /**
+   * The upper bounds of the step histogram: a claim or confirm on an idle store takes about a
+   * millisecond, a business call what the business makes it; past a few seconds a step is an
+   * outage or a timeout. Fixed, like {@link #RECORD_AGE_BUCKETS}: 14 series per route and step.
+   */
+  public static final List<Duration> STEP_BUCKETS = List.of(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(5),
+      Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250),
+      Duration.ofSeconds(1), Duration.ofSeconds(5));
+
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
@@ -70,6 +80,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   /** {@code "route LAYER/REASON"} -> duplicates' time since their original was confirmed (or claimed). */
   private final Map<String, Timer> duplicateAges = new ConcurrentHashMap<>();
+  /** {@code "route STEP"} -> that step's durations. */
+  private final Map<String, Timer> steps = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
   /** What the counters read: a FunctionCounter holds its object weakly, and nothing else holds these. */
@@ -179,6 +191,24 @@ public final class Metrics implements VerdictListener, AutoCloseable {
               .register(registry))
           .record(v.getOriginalAgeMs(), TimeUnit.MILLISECONDS);
     }
+  }
+
+  /**
+   * {@code onceguard_step_seconds{route,step}}: how long a guarded record's claim, business call
+   * and confirm took (see {@link VerdictListener.Step}), so that a record age that grows can be
+   * told apart: the store (claim, confirm), the business (handle), or neither (then the record
+   * waited before it was consumed, or between steps).
+   */
+  @Override
+  public void onStep(String route, Step step, long nanos) {
+    steps.computeIfAbsent(route + " " + step.name(), x -> Timer.builder("onceguard.step")
+            .description("one step of a guarded record: claim (L1 and the store, its group wait included), handle (one"
+                + " business call), confirm (the store, its group wait included)")
+            .tag("route", route)
+            .tag("step", step.name().toLowerCase(java.util.Locale.ROOT))
+            .serviceLevelObjectives(STEP_BUCKETS.toArray(Duration[]::new))
+            .register(registry))
+        .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   /** {@code route DISPOSITION/LAYER/REASON=count}, sorted; empty if nothing was decided yet. */

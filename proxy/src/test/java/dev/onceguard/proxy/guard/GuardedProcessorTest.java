@@ -145,6 +145,38 @@ class GuardedProcessorTest {
   // ------------------------------------------------------------------------- (a) OK → confirm
 
   @Test
+  void process_reportsEachStepThatGotAnAnswer_claimThenEveryBusinessCallThenConfirm() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.retry("busy"));
+    dispatcher.script.add(DispatchResult.ok());
+    List<String> steps = new CopyOnWriteArrayList<>();
+    GuardedProcessor timed = new GuardedProcessor(ROUTE, MACHINE, guard, dispatcher, escalator, time, backoff, new DeliveryIds("run"),
+        new VerdictListener() {
+          @Override
+          public void onVerdict(ConsumerRecord<byte[], byte[]> r, Verdict v, boolean forwarded) {
+            steps.add("verdict " + v.getDisposition());
+          }
+
+          @Override
+          public void onStep(String route, Step step, long nanos) {
+            assertThat(nanos).isNotNegative();
+            steps.add(route + " " + step);
+          }
+        });
+
+    CompletableFuture<Void> f = timed.process(ship, new Cancellation()).toCompletableFuture();
+    time.advance(Duration.ofMillis(100)); // the backoff before attempt 2
+
+    assertThat(f).isCompleted();
+    assertThat(steps).containsExactly("orders CLAIM", "orders HANDLE", "orders HANDLE", "orders CONFIRM", "verdict ACCEPTED");
+
+    // a second ship of the shipped order is refused at the claim: one step, no call
+    steps.clear();
+    assertThat(timed.process(record(42, "o-1", "ship"), new Cancellation()).toCompletableFuture()).isCompleted();
+    assertThat(steps).containsExactly("orders CLAIM", "verdict ILLEGAL_TRANSITION_ESCALATE");
+  }
+
+  @Test
   void orderingKey_thenProcess_usesTheExtractionMadeForOrdering_theValueIsParsedOnce() {
     store.entity("o-1", "to_ship");
     dispatcher.script.add(DispatchResult.ok());

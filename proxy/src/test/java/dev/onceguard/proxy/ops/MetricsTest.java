@@ -1,7 +1,9 @@
 package dev.onceguard.proxy.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
+import dev.onceguard.proxy.guard.VerdictListener;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
@@ -142,6 +144,32 @@ class MetricsTest {
       assertThat(s.one("onceguard_record_age_seconds_sum", "route", "orders", "disposition", "ACCEPTED").value()).isBetween(1.4, 30.0);
       // the whole family for one (route, disposition): 13 buckets, count, sum and max
       assertThat(s.samples()).filteredOn(x -> x.name().startsWith("onceguard_record_age_seconds")).hasSize(16);
+    }
+  }
+
+  @Test
+  void steps_areHistogramsPerRouteAndStep_withTheFixedBuckets() {
+    try (Metrics m = new Metrics()) {
+      m.onStep("orders", VerdictListener.Step.CLAIM, 3_000_000); // 3 ms: in (2 ms, 5 ms]
+      m.onStep("orders", VerdictListener.Step.CLAIM, 40_000_000); // 40 ms: in (25 ms, 50 ms]
+      m.onStep("orders", VerdictListener.Step.HANDLE, 700_000);
+      m.onStep("orders", VerdictListener.Step.CONFIRM, 2_000_000_000L);
+
+      ScrapeText s = ScrapeText.parse(m.scrape());
+      assertThat(s.types()).containsEntry("onceguard_step_seconds", "histogram");
+      assertThat(s.named("onceguard_step_seconds_bucket")).filteredOn(b -> "claim".equals(b.labels().get("step")))
+          .extracting(b -> b.labels().get("le"))
+          .containsExactly("0.001", "0.002", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "1.0", "5.0", "+Inf");
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "claim", "le", "0.002").value()).isZero();
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "claim", "le", "0.005").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "claim", "le", "0.05").value()).isEqualTo(2.0);
+      assertThat(s.one("onceguard_step_seconds_count", "route", "orders", "step", "claim").value()).isEqualTo(2.0);
+      assertThat(s.one("onceguard_step_seconds_sum", "route", "orders", "step", "claim").value()).isCloseTo(0.043, within(1e-9));
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "handle", "le", "0.001").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "confirm", "le", "1.0").value()).isZero();
+      assertThat(s.one("onceguard_step_seconds_bucket", "route", "orders", "step", "confirm", "le", "5.0").value()).isEqualTo(1.0);
+      // one family per (route, step): 11 buckets, count, sum and max
+      assertThat(s.samples()).filteredOn(x -> x.name().startsWith("onceguard_step_seconds")).hasSize(3 * 14);
     }
   }
 
