@@ -995,6 +995,113 @@ class GuardIT {
     assertThat(grouped.groupCounts()[1]).isEqualTo(6);
   }
 
+  /**
+   * Claims and confirms of a route without a machine, queued behind a blocked claim: the group's
+   * claims are one multi-row INSERT in autocommit; one refused by a duplicate wrote nothing, and
+   * the fresh ones are written around the replays; the confirms are one UPDATE in autocommit, and
+   * when a claim of the group was lost the others are confirmed all the same.
+   */
+  @Test
+  void groupCommit_withoutAMachine_claimsAndConfirmsInAutocommit_replaysAndALostClaimClassifiedAlone() throws Exception {
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("grp4"));
+    Guard setup = fx.guard(uniq("grp4-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String appliedLine = order(uniq("line-done"), "ship");
+    assertThat(apply(setup, "lines-full", appliedLine).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+
+    // round 1: fresh lines only, queued behind a blocked claim: written as one group
+    RowLock lock = RowLock.hold(blocker);
+    var first = claimOrder(g, order(blocker, "pay"));
+    List<String> fresh = new ArrayList<>();
+    List<java.util.concurrent.CompletableFuture<ClaimResult>> lines = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      String line = order(uniq("line"), "ship");
+      fresh.add(line);
+      lines.add(claimLine(g, line));
+    }
+    Thread.sleep(100);
+    assertThat(lines).noneMatch(java.util.concurrent.CompletableFuture::isDone);
+    // the blocked claim's and the lock's transactions began already: what begins from here is the lines'
+    long begun = transactionsBegun();
+    lock.release();
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    List<Claim> claims = new ArrayList<>();
+    for (var f : lines) {
+      ClaimResult r = f.get(10, TimeUnit.SECONDS);
+      assertThat(r).isInstanceOf(ClaimResult.Accepted.class);
+      claims.add(((ClaimResult.Accepted) r).claim());
+    }
+    assertThat(transactionsBegun() - begun).as("the lines' group began no transaction: one INSERT in autocommit").isZero();
+    for (String line : fresh) {
+      assertThat(ledgerStatus("lines-full", line)).isEqualTo("PENDING");
+    }
+    assertThat(grouped.groupCounts()[0]).as("claim groups: the blocked claim alone, then the four lines").isEqualTo(2);
+
+    // round 2: fresh lines among a replay and two copies of one line: the group's INSERT is
+    // refused and writes nothing; the replay and the second copy are classified alone
+    RowLock lock2 = RowLock.hold(blocker);
+    var second = claimOrder(g, order(blocker, "pay").replace("\"batch_no\":7", "\"batch_no\":8"));
+    String freshA = order(uniq("line"), "ship");
+    String twice = order(uniq("line-twice"), "ship");
+    var a = claimLine(g, freshA);
+    var replay = claimLine(g, appliedLine);
+    var twiceA = claimLine(g, twice);
+    var twiceB = claimLine(g, twice);
+    Thread.sleep(100);
+    lock2.release();
+    second.get(10, TimeUnit.SECONDS);
+    assertThat(a.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(((ClaimResult.Rejected) replay.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);
+    assertThat(twiceA.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(((ClaimResult.Rejected) twiceB.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(ledgerStatus("lines-full", freshA)).isEqualTo("PENDING");
+    assertThat(ledgerStatus("lines-full", twice)).isEqualTo("PENDING");
+    assertThat(ledgerStatus("lines-full", appliedLine)).isEqualTo("DONE");
+
+    // the four round-1 claims confirmed as one group, one of them taken over meanwhile
+    Claim lost = claims.get(1);
+    assertThat(fx.update("UPDATE og_ledger SET owner = 'another-owner', attempts = attempts + 1 WHERE dedup_key = ?", lost.dedupKey()))
+        .isEqualTo(1);
+    RowLock lock3 = RowLock.hold(blocker);
+    var blockedConfirm = g.confirm(fx.route("orders"), ((ClaimResult.Accepted) first.get()).claim()).toCompletableFuture();
+    List<java.util.concurrent.CompletableFuture<Boolean>> confirms = new ArrayList<>();
+    for (Claim c : claims) {
+      confirms.add(g.confirm(fx.route("lines-full"), c).toCompletableFuture());
+    }
+    Thread.sleep(100);
+    assertThat(confirms).noneMatch(java.util.concurrent.CompletableFuture::isDone);
+    long begunBeforeConfirms = transactionsBegun();
+    lock3.release();
+    assertThat(blockedConfirm.get(10, TimeUnit.SECONDS)).isTrue();
+    for (int i = 0; i < claims.size(); i++) {
+      assertThat(confirms.get(i).get(10, TimeUnit.SECONDS)).as("confirm of line %d", i).isEqualTo(claims.get(i) != lost);
+      assertThat(ledgerStatus("lines-full", fresh.get(i))).isEqualTo(claims.get(i) == lost ? "PENDING" : "DONE");
+    }
+    assertThat(transactionsBegun() - begunBeforeConfirms).as("the lines' confirms began no transaction").isZero();
+    long[] counts = grouped.groupCounts();
+    assertThat(counts[2]).as("confirm groups: the blocked one alone, then the four lines").isEqualTo(2);
+    assertThat(counts[3]).isEqualTo(5);
+  }
+
+  static java.util.concurrent.CompletableFuture<ClaimResult> claimLine(Guard g, String json) {
+    return g.claimInStore(fx.route("lines-full"), fx.event("lines-full", json), src()).toCompletableFuture();
+  }
+
+  /**
+   * BEGIN and START TRANSACTION statements the server ran so far (all sessions: the tests of this
+   * class run one at a time, and their background work, heartbeats and renewals, runs in autocommit).
+   */
+  static long transactionsBegun() {
+    return Long.parseLong(String.valueOf(fx.db.select("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+        + " WHERE VARIABLE_NAME = 'COM_BEGIN'").get(0).get(0)));
+  }
+
+  static String ledgerStatus(String route, String json) {
+    return (String) fx.db.select("SELECT status FROM og_ledger WHERE route = ? AND dedup_key = ?", route, fx.event(route, json).dedupKey())
+        .get(0).get(0);
+  }
+
   // ------------------------------------------------------------------------- cost
 
   @Test

@@ -51,7 +51,8 @@ import java.util.concurrent.CompletionStage;
  * {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
  * ledger rows, one for the entities it creates, one CAS per other transition; and one UPDATE of the
  * ledger and one of the entities for a group of confirms.
- * A route without a machine has one statement per step, run in autocommit. A lost CAS costs the
+ * A route without a machine has one statement per step, run in autocommit, alone and in groups (a
+ * group of its claims is one multi-row INSERT, of its confirms one UPDATE). A lost CAS costs the
  * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
  */
 public final class MysqlGuardStore implements GuardStore {
@@ -135,7 +136,7 @@ public final class MysqlGuardStore implements GuardStore {
    * one transaction and one COMMIT: all ledger rows in one INSERT, the entities of creating events
    * in one INSERT, the CAS of every other transition one UPDATE each. A lost CAS deletes the
    * ledger row its claim had just written, so a conflicting record leaves nothing behind while the
-   * others commit.
+   * others commit. Claims without a machine are the ledger INSERT alone, in autocommit.
    *
    * <p>A duplicate refuses a multi-row INSERT as a whole, and then the <b>whole transaction</b> is
    * rolled back, never that statement alone: on MariaDB Galera (10.11 measured) a statement
@@ -152,17 +153,25 @@ public final class MysqlGuardStore implements GuardStore {
     if (group.size() == 1) {
       return db.autocommit(c -> List.of(claimTx(c, group.get(0), null)));
     }
+    boolean appendOnly = group.stream().allMatch(cmd -> cmd.machine() == null);
     return db.autocommit(c -> {
       List<ClaimOutcome> found;
-      try {
-        found = Db.transaction(c, x -> {
-          if (!insertLedgerRows(x, group)) {
-            throw new GroupRefused();
-          }
-          return applyAll(x, group);
-        });
-      } catch (GroupRefused refused) {
-        found = claimAroundConflicts(c, group);
+      if (appendOnly) {
+        // no entity to change: the ledger rows' one INSERT is the whole claim, and a statement in
+        // autocommit is atomic by itself (one round trip instead of three); a refused one wrote
+        // nothing and committed nothing, so no write set leaves this node (Galera, above)
+        found = insertLedgerRows(c, group) ? applyAll(c, group) : claimAroundConflicts(c, group);
+      } else {
+        try {
+          found = Db.transaction(c, x -> {
+            if (!insertLedgerRows(x, group)) {
+              throw new GroupRefused();
+            }
+            return applyAll(x, group);
+          });
+        } catch (GroupRefused refused) {
+          found = claimAroundConflicts(c, group);
+        }
       }
       List<ClaimOutcome> out = new ArrayList<>(group.size());
       for (int i = 0; i < group.size(); i++) {
@@ -548,8 +557,13 @@ public final class MysqlGuardStore implements GuardStore {
       if (group.size() == 1) {
         return List.of(confirmOne(c, group.get(0)));
       }
+      // without entities the group's confirm is one UPDATE, atomic by itself in autocommit (one
+      // round trip instead of three); if it matched fewer rows than the group holds, those it did
+      // match are confirmed already, and confirming them again one by one finds them DONE under
+      // their own claim (confirm: confirmedEarlier)
+      boolean appendOnly = group.stream().allMatch(f -> f.claim().machine() == null);
       try {
-        return Db.transaction(c, x -> confirmAll(x, group));
+        return appendOnly ? confirmAll(c, group) : Db.transaction(c, x -> confirmAll(x, group));
       } catch (SomeClaimLost lost) {
         List<Boolean> out = new ArrayList<>(group.size());
         for (Confirm f : group) {
