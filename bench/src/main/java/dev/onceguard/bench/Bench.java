@@ -351,12 +351,17 @@ public final class Bench {
       }
     }
 
+    /** The packaged sidecar's warm-up backlog before its paced runs, in units of {@code --records}. */
+    static final int PROCESS_WARMUP_RUNS = 6;
+
     /** A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds}. */
     Stats paced(Scenario s, int rate) throws Exception {
       String topic = kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
-      // a sidecar process of its own starts cold: its JIT warms up on a backlog of --records first,
-      // as the in-process pipeline did on the throughput runs before
-      int warmup = s == Scenario.GUARD_MACHINE_PROCESS ? Math.max(o.pacedWarmup(), o.records()) : o.pacedWarmup();
+      // a sidecar process of its own starts cold: its JIT warms up on a backlog first, as the
+      // in-process pipeline did on the throughput runs before. One of --records was not enough:
+      // measured at 2,350 rec/s, p50 7.8 s after 10,000 records and 50-490 ms after 60,000 (its
+      // JIT was still compiling; a cold JVM here reached its guarded rate after about 100,000)
+      int warmup = s == Scenario.GUARD_MACHINE_PROCESS ? Math.max(o.pacedWarmup(), PROCESS_WARMUP_RUNS * o.records()) : o.pacedWarmup();
       Workload w = Workload.fresh(warmup);
       kafka.produce(topic, w.backlog());
       Completions done = new Completions(cpu);
