@@ -153,7 +153,7 @@ public final class Bench {
     int rate;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
       Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes());
-      // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, r2dbc, lettuce, JDBC) before the first measured run
+      // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, lettuce, JDBC) before the first measured run
       List<Scenario> warm = o.only().isEmpty() ? List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)
           : o.only().stream().map(s -> s.machine() ? Scenario.GUARD_MACHINE : s).distinct().toList();
       for (Scenario s : warm) {

@@ -23,9 +23,9 @@ import dev.onceguard.proxy.time.ExecutorScheduler;
 import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Verdict;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

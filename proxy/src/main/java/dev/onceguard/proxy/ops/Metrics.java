@@ -34,8 +34,9 @@ import org.apache.kafka.common.TopicPartition;
  * {@code onceguard_verdicts_total{route,disposition,layer,reason}}, the record's age at its
  * verdict as the histogram {@code onceguard_record_age_seconds{route,disposition}} (the fixed
  * buckets {@link #RECORD_AGE_BUCKETS}), how long each step of a guarded record took as the
- * histogram {@code onceguard_step_seconds{route,step}} ({@link #STEP_BUCKETS}), cumulative counts registered with {@link #counter}
- * (Prometheus names end in {@code _total}), current values with {@link #gauge} and, per
+ * histogram {@code onceguard_step_seconds{route,step}} ({@link #STEP_BUCKETS}), cumulative counts
+ * registered with {@link #counter} (Prometheus names end in {@code _total}), current values with
+ * {@link #gauge} and, per
  * partition, {@link #partitionGauge}, {@code onceguard_build_info{version,commit}} ({@link #buildInfo}),
  * and the JVM's memory and threads. {@link #snapshot()} renders the verdict counts for the
  * periodic log line; {@link #serve} exposes everything as Prometheus text on {@code GET /metrics}
