@@ -114,7 +114,7 @@ final class BenchPage {
         Map<String, double[]> st = row.steps();
         if (!st.isEmpty()) {
           md.append("| `").append(row.scenario().id).append("`");
-          for (String step : List.of("claim", "handle", "confirm")) {
+          for (String step : StepTimes.NAMES) {
             double[] q = st.get(step);
             md.append(" | ").append(q == null ? "–" : Results.fmt(q[0], 1) + " / " + Results.fmt(q[1], 1));
           }

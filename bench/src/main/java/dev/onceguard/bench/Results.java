@@ -38,13 +38,11 @@ final class Results {
      */
     Map<String, double[]> steps() {
       Map<String, double[]> out = new LinkedHashMap<>();
-      for (Stats st : pacedRuns) {
-        if (st.steps() != null) {
-          st.steps().keySet().forEach(k -> out.putIfAbsent(k, null));
+      for (String step : StepTimes.NAMES) {
+        if (pacedRuns.stream().anyMatch(st -> st.steps() != null && st.steps().containsKey(step))) {
+          out.put(step, new double[] {stepMedian(step, 0), stepMedian(step, 1)});
         }
       }
-      out.replaceAll((step, none) -> new double[] {
-          stepMedian(step, 0), stepMedian(step, 1)});
       return out;
     }
 

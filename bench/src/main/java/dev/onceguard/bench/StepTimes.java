@@ -12,6 +12,9 @@ import java.util.Map;
  * figures belong to the same records as the run's ages. Thread-safe.
  */
 final class StepTimes {
+  /** The steps' names as reported, in {@link Step} order. */
+  static final java.util.List<String> NAMES =
+      Arrays.stream(Step.values()).map(s -> s.name().toLowerCase(java.util.Locale.ROOT)).toList();
   private final Map<Step, long[]> nanos = new EnumMap<>(Step.class);
   private final Map<Step, Integer> counts = new EnumMap<>(Step.class);
   private boolean armed;
@@ -47,7 +50,7 @@ final class StepTimes {
       }
       long[] a = Arrays.copyOf(nanos.get(s), c);
       Arrays.sort(a);
-      out.put(s.name().toLowerCase(java.util.Locale.ROOT), new double[] {pct(a, 0.50) / 1e6, pct(a, 0.99) / 1e6});
+      out.put(NAMES.get(s.ordinal()), new double[] {pct(a, 0.50) / 1e6, pct(a, 0.99) / 1e6});
     }
     return out;
   }

@@ -66,9 +66,9 @@ public final class Metrics implements VerdictListener, AutoCloseable {
       Duration.ofDays(7), Duration.ofDays(14), Duration.ofDays(30), Duration.ofDays(90));
 
   /**
-   * The upper bounds of the step histogram: a claim or confirm on an idle store takes about a
-   * millisecond, a business call what the business makes it; past a few seconds a step is an
-   * outage or a timeout. Fixed, like {@link #RECORD_AGE_BUCKETS}: 14 series per route and step.
+   * The upper bounds of the step histogram: from a store step on an idle store to an outage or a
+   * timeout (a business call takes what the business makes it). Fixed, like
+   * {@link #RECORD_AGE_BUCKETS}: 14 series per route and step.
    */
   public static final List<Duration> STEP_BUCKETS = List.of(Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(5),
       Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250),
@@ -81,8 +81,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   /** {@code "route LAYER/REASON"} -> duplicates' time since their original was confirmed (or claimed). */
   private final Map<String, Timer> duplicateAges = new ConcurrentHashMap<>();
-  /** {@code "route STEP"} -> that step's durations. */
-  private final Map<String, Timer> steps = new ConcurrentHashMap<>();
+  /** route -> its steps' durations, by {@link Step#ordinal()} (no key built per record). */
+  private final Map<String, Timer[]> steps = new ConcurrentHashMap<>();
   /** Re-read the partition gauges' rows; run before each scrape, since partitions come and go. */
   private final List<Runnable> partitionRows = new CopyOnWriteArrayList<>();
   /** What the counters read: a FunctionCounter holds its object weakly, and nothing else holds these. */
@@ -202,14 +202,19 @@ public final class Metrics implements VerdictListener, AutoCloseable {
    */
   @Override
   public void onStep(String route, Step step, long nanos) {
-    steps.computeIfAbsent(route + " " + step.name(), x -> Timer.builder("onceguard.step")
+    steps.computeIfAbsent(route, r -> {
+      Timer[] t = new Timer[Step.values().length];
+      for (Step s : Step.values()) {
+        t[s.ordinal()] = Timer.builder("onceguard.step")
             .description("one step of a guarded record: claim (L1 and the store, its group wait included), handle (one"
                 + " business call), confirm (the store, its group wait included)")
-            .tag("route", route)
-            .tag("step", step.name().toLowerCase(java.util.Locale.ROOT))
+            .tag("route", r)
+            .tag("step", s.name().toLowerCase(java.util.Locale.ROOT))
             .serviceLevelObjectives(STEP_BUCKETS.toArray(Duration[]::new))
-            .register(registry))
-        .record(nanos, TimeUnit.NANOSECONDS);
+            .register(registry);
+      }
+      return t;
+    })[step.ordinal()].record(nanos, TimeUnit.NANOSECONDS);
   }
 
   /** {@code route DISPOSITION/LAYER/REASON=count}, sorted; empty if nothing was decided yet. */
