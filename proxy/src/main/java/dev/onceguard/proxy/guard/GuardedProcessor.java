@@ -186,7 +186,14 @@ public final class GuardedProcessor implements RecordProcessor {
     /** The record's consume span; ended when the record completes. */
     final RecordSpan trace;
     ExtractedEvent event;
+    /**
+     * When the early-arrival wait began, moved on by every store outage the wait met: the timeout
+     * counts only time the store could answer, so an outage does not escalate records that were
+     * waiting for a predecessor the outage kept from being applied. -1: not waiting.
+     */
     long waitingSince = -1;
+    /** When this record's claims began to fail for a reason other than contention; -1: they do not. */
+    long claimFailingSince = -1;
     int storeRetries;
     /** Registered in {@link #parked} and parked in the slot. */
     volatile boolean isParked;
@@ -318,13 +325,23 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       Span span = trace.step("onceguard.claim");
       long began = System.nanoTime();
+      long askedAt = clock.nowMillis();
       guard.claim(route, event, source).whenComplete(step(span, r -> r == null ? null : r.getClass().getSimpleName(), (r, e) -> {
         if (e != null) {
+          if (claimFailingSince < 0 && !(unwrap(e) instanceof ContentionException)) {
+            claimFailingSince = askedAt; // a claim that hung until it failed was in the outage too
+          }
           storeTrouble("claim", e, this::claim);
           return;
         }
         timed(VerdictListener.Step.CLAIM, began);
         storeRetries = 0;
+        if (claimFailingSince >= 0) {
+          if (waitingSince >= 0) {
+            waitingSince += clock.nowMillis() - claimFailingSince;
+          }
+          claimFailingSince = -1;
+        }
         if (r instanceof ClaimResult.Accepted a) {
           // registered first: whatever throws from here on must hand the claim back (giveUp)
           Forward f = new Forward(a.claim(), a.verdict());

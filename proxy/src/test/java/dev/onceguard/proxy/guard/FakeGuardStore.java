@@ -74,6 +74,8 @@ final class FakeGuardStore implements GuardStore {
   }
 
   final Queue<Answer<ClaimCommand, ClaimOutcome>> claims = new ArrayDeque<>();
+  /** While true, every claim fails as an outage (before the scripted answers). */
+  boolean claimsDown;
   final Queue<Answer<ClaimCommand, ClaimOutcome>> takeOvers = new ArrayDeque<>();
   final Queue<Answer<Claim, Boolean>> confirms = new ArrayDeque<>();
   final Queue<Answer<Claim, Boolean>> aborts = new ArrayDeque<>();
@@ -115,6 +117,9 @@ final class FakeGuardStore implements GuardStore {
   public synchronized CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
     calls.add("claim");
     claimCommands.add(cmd);
+    if (claimsDown) {
+      return CompletableFuture.failedFuture(outage());
+    }
     return next(claims, cmd, () -> cas(cmd, 1, false));
   }
 

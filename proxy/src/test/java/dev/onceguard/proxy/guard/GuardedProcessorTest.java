@@ -457,6 +457,65 @@ class GuardedProcessorTest {
     assertThat(store.entityRow("o-1").state).isEqualTo("cancelled");
   }
 
+  /** A {@code deliver} that arrived before its {@code ship}, waiting; 1 s of it has passed. */
+  private CompletableFuture<Void> earlyDeliverWaiting() {
+    store.entity("o-1", "to_ship");
+    CompletableFuture<Void> f = processor.process(record(10, "o-1", "deliver"), new Cancellation(), new RecordingSlot())
+        .toCompletableFuture();
+    time.advance(Duration.ofSeconds(1));
+    assertThat(f).isNotDone();
+    return f;
+  }
+
+  /** The store refuses every claim for {@code d}, then answers again for 11 s (this test's backoff retries every 100 ms). */
+  private void claimOutage(Duration d) {
+    synchronized (store) {
+      store.claimsDown = true;
+    }
+    time.advance(d);
+    synchronized (store) {
+      store.claimsDown = false;
+    }
+    time.advance(Duration.ofSeconds(11));
+  }
+
+  @Test
+  void process_earlyArrivalWaitsThroughAStoreOutageLongerThanItsTimeout_notEscalated_appliedOnceItsPredecessorIs() {
+    CompletableFuture<Void> fDeliver = earlyDeliverWaiting();
+    dispatcher.script.add(DispatchResult.ok());
+    dispatcher.script.add(DispatchResult.ok());
+
+    claimOutage(ROUTE.earlyArrivalTimeout().plusSeconds(10));
+
+    assertThat(processor.storeFailures()).as("the outage was met by the waiting record's claims").isPositive();
+    assertThat(fDeliver).as("an outage does not count towards the early-arrival timeout").isNotDone();
+    assertThat(escalator.escalations).isEmpty();
+
+    CompletableFuture<Void> fShip = process(record(11, "o-1", "ship"));
+    time.advance(Duration.ofMillis(200));
+
+    assertThat(fShip).isCompleted();
+    assertThat(fDeliver).isCompleted();
+    assertThat(escalator.escalations).isEmpty();
+    assertThat(dispatcher.calls).extracting(Delivery::getEvent).containsExactly("ship", "deliver");
+    assertThat(store.entityRow("o-1").state).isEqualTo("delivered");
+  }
+
+  @Test
+  void process_earlyArrivalAfterAStoreOutage_stillTimesOutOnceTheTimeTheStoreAnsweredReachesTheTimeout() {
+    CompletableFuture<Void> fDeliver = earlyDeliverWaiting();
+    claimOutage(Duration.ofSeconds(30)); // 1 s before it and 11 s after it: about 12 s of the 60 s counted
+
+    time.advance(ROUTE.earlyArrivalTimeout().minusSeconds(12 + 1));
+    assertThat(fDeliver).as("1 s of answered waiting is left").isNotDone();
+
+    time.advance(Duration.ofSeconds(2));
+    assertThat(fDeliver).isCompleted();
+    assertThat(escalator.escalations).singleElement()
+        .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.OUT_OF_ORDER));
+    assertThat(dispatcher.calls).isEmpty();
+  }
+
   private long claimsOf(String event) {
     synchronized (store) {
       return store.claimCommands.stream().filter(c -> c.extracted().event().equals(event)).count();
