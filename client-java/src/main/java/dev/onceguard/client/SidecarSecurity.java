@@ -11,8 +11,9 @@ import java.nio.file.Path;
  *
  * <p>Used by {@link GuardClient#forTarget(String, java.time.Duration, SidecarSecurity)}; the pull
  * consumer reads the same from its {@code onceguard.tls.*} and {@code onceguard.token-file} keys.
- * The token file is read again when it changes; certificate files are read when the channel is
- * created (a long-lived client picks up a rotated client certificate when it is recreated).
+ * The token file is read again when it changes; the CA, certificate and key files are checked every
+ * 10 seconds while the channel is open, and new connections use what they hold then (a rotated
+ * client certificate needs no new client).
  *
  * @param tls whether the channel uses TLS
  * @param caFile PEM CA certificates the sidecar's certificate must chain to; {@code null}: the

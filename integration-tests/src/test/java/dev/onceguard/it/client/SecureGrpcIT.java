@@ -33,6 +33,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -229,6 +230,28 @@ class SecureGrpcIT {
       return Files.writeString(f, TOKEN);
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @Test
+  void aLongLivedGuardClient_usesItsRotatedClientCertificate_withoutBeingRecreated() throws Exception {
+    Path crt = dir.resolve("rotating-client.crt");
+    Path key = dir.resolve("rotating-client.key");
+    Files.copy(pem("other-client.crt"), crt, StandardCopyOption.REPLACE_EXISTING);
+    Files.copy(pem("other-client.key"), key, StandardCopyOption.REPLACE_EXISTING);
+    String route = sidecar.config().routes().get(0).name();
+    try (GuardClient guard = GuardClient.forTarget(sidecar.target(), Duration.ofSeconds(5),
+        SidecarSecurity.plaintext().withTls(pem("ca.crt")).withClientCertificate(crt, key).withToken(TOKEN))) {
+      assertThatThrownBy(() -> guard.explainDedupKey(route, "no-such-key")).as("a client certificate of another CA")
+          .isInstanceOf(SidecarUnavailableException.class);
+
+      Files.copy(pem("client.key"), key, StandardCopyOption.REPLACE_EXISTING);
+      Files.copy(pem("client.crt"), crt, StandardCopyOption.REPLACE_EXISTING);
+      long rotated = System.nanoTime();
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+          .until(() -> guard.explainDedupKey(route, "no-such-key").ledger().isEmpty());
+      System.out.printf("SecureGrpcIT: the rotated client certificate was in use %d ms after the files changed%n",
+          (System.nanoTime() - rotated) / 1_000_000);
     }
   }
 
