@@ -64,8 +64,8 @@ public final class Channels {
   /**
    * {@link #open(String, SidecarSecurity)}, checking the certificate files every {@code reload}:
    * when one changed, new connections (a reconnect, or a new subchannel) use what it holds now;
-   * established connections keep theirs. A file that fails to load at a check is logged by gRPC
-   * and the previous content stays in use. The checks stop when the channel is shut down.
+   * established connections keep theirs. A file that fails to load at a check is logged as a
+   * warning and the previous content stays in use. The checks stop when the channel is shut down.
    */
   static ManagedChannel open(String target, SidecarSecurity security, Duration reload) {
     ChannelCredentials credentials = InsecureChannelCredentials.create();
