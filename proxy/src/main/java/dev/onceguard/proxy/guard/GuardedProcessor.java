@@ -49,8 +49,9 @@ import org.slf4j.spi.LoggingEventBuilder;
  *   <li><b>extract</b> — unreadable input is escalated (MALFORMED / MISSING_FIELD / UNKNOWN_EVENT);
  *   <li><b>L1, claim</b> — through the {@link Guard}; a duplicate ends here, an illegal transition
  *       is escalated, an early arrival or a busy entity waits (per entity, without blocking other
- *       entities) up to {@code early-arrival-timeout}, then is escalated as OUT_OF_ORDER; a
- *       redelivery of a record still leased by a dead owner waits for the lease and takes over;
+ *       entities) up to {@code early-arrival-timeout} (store outages not counted), then is
+ *       escalated as OUT_OF_ORDER; a redelivery of a record still leased by a dead owner waits for
+ *       the lease and takes over;
  *   <li><b>reorder window</b> — a waiting early arrival parks in its {@link OrderSlot}, so later
  *       records of its entity in the same partition may start and heal a swapped pair; such a
  *       later record claims only if its transition keeps every earlier parked one applicable (its
@@ -92,6 +93,8 @@ public final class GuardedProcessor implements RecordProcessor {
   private final VerdictListener listener;
   private final Tracing tracing;
   private final AtomicLong storeFailures = new AtomicLong();
+  /** Time this route's claims found the store unable to answer; early-arrival waits do not count it. */
+  private final OutageClock outages = new OutageClock();
   /** The route's machine; null without one. */
   private final StateMachine machine;
   /** Parked early arrivals by topic, partition and entity, in offset order. */
@@ -186,14 +189,10 @@ public final class GuardedProcessor implements RecordProcessor {
     /** The record's consume span; ended when the record completes. */
     final RecordSpan trace;
     ExtractedEvent event;
-    /**
-     * When the early-arrival wait began, moved on by every store outage the wait met: the timeout
-     * counts only time the store could answer, so an outage does not escalate records that were
-     * waiting for a predecessor the outage kept from being applied. -1: not waiting.
-     */
+    /** When the early-arrival wait (or the wait behind a parked record) began; -1: not waiting. */
     long waitingSince = -1;
-    /** When this record's claims began to fail for a reason other than contention; -1: they do not. */
-    long claimFailingSince = -1;
+    /** {@link #outages} when the wait began. */
+    long outagesAtWaitStart;
     int storeRetries;
     /** Registered in {@link #parked} and parked in the slot. */
     volatile boolean isParked;
@@ -312,11 +311,9 @@ public final class GuardedProcessor implements RecordProcessor {
       nudged = false;
       Run ahead = earlierParkedThisWouldBreak();
       if (ahead != null) {
-        if (waitingSince < 0) {
-          waitingSince = clock.nowMillis();
-        }
+        startWaiting(clock.nowMillis());
         // bounded like any early arrival; past it the claim decides on its own
-        if (clock.nowMillis() - waitingSince < route.earlyArrivalTimeout().toMillis()) {
+        if (waited(clock.nowMillis()) < route.earlyArrivalTimeout().toMillis()) {
           log.debug("{}: waits behind parked {} ({}), which it would make impossible", where(), ahead.source, ahead.event.event());
           park();
           waitParked(route.earlyArrivalRetry());
@@ -328,20 +325,15 @@ public final class GuardedProcessor implements RecordProcessor {
       long askedAt = clock.nowMillis();
       guard.claim(route, event, source).whenComplete(step(span, r -> r == null ? null : r.getClass().getSimpleName(), (r, e) -> {
         if (e != null) {
-          if (claimFailingSince < 0 && !(unwrap(e) instanceof ContentionException)) {
-            claimFailingSince = askedAt; // a claim that hung until it failed was in the outage too
+          if (!(unwrap(e) instanceof ContentionException)) {
+            outages.failed(askedAt); // a claim that hung until it failed was in the outage too
           }
           storeTrouble("claim", e, this::claim);
           return;
         }
+        outages.answered(clock.nowMillis());
         timed(VerdictListener.Step.CLAIM, began);
         storeRetries = 0;
-        if (claimFailingSince >= 0) {
-          if (waitingSince >= 0) {
-            waitingSince += clock.nowMillis() - claimFailingSince;
-          }
-          claimFailingSince = -1;
-        }
         if (r instanceof ClaimResult.Accepted a) {
           // registered first: whatever throws from here on must hand the claim back (giveUp)
           Forward f = new Forward(a.claim(), a.verdict());
@@ -463,16 +455,31 @@ public final class GuardedProcessor implements RecordProcessor {
         later(Duration.ofMillis(Math.max(10, w.retryAtMillis() - now + 5)), this::claim);
         return;
       }
-      if (waitingSince < 0) {
-        waitingSince = now;
-      }
-      if (now - waitingSince >= route.earlyArrivalTimeout().toMillis()) {
+      startWaiting(now);
+      if (waited(now) >= route.earlyArrivalTimeout().toMillis()) {
         unregister();
         finish(w.ifTimedOut(), false);
         return;
       }
       park();
       waitParked(route.earlyArrivalRetry());
+    }
+
+    void startWaiting(long now) {
+      if (waitingSince < 0) {
+        waitingSince = now;
+        outagesAtWaitStart = outages.total(now);
+      }
+    }
+
+    /**
+     * How long this record has waited, without the time the store could not answer this route's
+     * claims meanwhile: an outage also holds up the predecessor the record waits for, so counting
+     * it would escalate records that are merely early, and would let a record waiting behind a
+     * parked one go first.
+     */
+    long waited(long now) {
+      return now - waitingSince - (outages.total(now) - outagesAtWaitStart);
     }
 
     void storeTrouble(String step, Throwable e, Runnable retry) {
@@ -827,5 +834,42 @@ public final class GuardedProcessor implements RecordProcessor {
   private static String rootMessage(Throwable e) {
     Throwable t = unwrap(e);
     return t.getMessage() != null ? t.getMessage() : t.toString();
+  }
+
+  /**
+   * Outages of the store as this route's claims see them: one begins when a claim fails for a
+   * reason other than contention (from when that claim was sent, unless a claim was answered
+   * later) and ends at the next answered claim. Thread-safe; an answered claim outside an outage
+   * costs one volatile write and one volatile read.
+   */
+  static final class OutageClock {
+    private long ended;
+    private long since;
+    private volatile boolean running;
+    private volatile long lastAnswered = Long.MIN_VALUE;
+
+    synchronized void failed(long askedAt) {
+      if (!running) {
+        since = Math.max(askedAt, lastAnswered);
+        running = true;
+      }
+    }
+
+    void answered(long now) {
+      lastAnswered = now;
+      if (running) {
+        synchronized (this) {
+          if (running) {
+            ended += Math.max(0, now - since);
+            running = false;
+          }
+        }
+      }
+    }
+
+    /** Outage time up to {@code now}, the running outage included. */
+    synchronized long total(long now) {
+      return ended + (running ? Math.max(0, now - since) : 0);
+    }
   }
 }

@@ -516,6 +516,55 @@ class GuardedProcessorTest {
     assertThat(dispatcher.calls).isEmpty();
   }
 
+  @Test
+  void process_recordWaitingBehindAParkedOne_throughAnOutageLongerThanTheTimeout_stillDoesNotGoFirst() {
+    store.entity("o-1", "paid");
+    // ship waits for prepare; cancel behind it would make ship impossible, so it waits behind ship
+    CompletableFuture<Void> fShip = processor.process(record(10, "o-1", "ship"), new Cancellation(), new RecordingSlot())
+        .toCompletableFuture();
+    CompletableFuture<Void> fCancel = processor.process(record(11, "o-1", "cancel"), new Cancellation(), new RecordingSlot())
+        .toCompletableFuture();
+    time.advance(Duration.ofSeconds(1));
+    dispatcher.script.add(DispatchResult.ok());
+    dispatcher.script.add(DispatchResult.ok());
+
+    claimOutage(ROUTE.earlyArrivalTimeout().plusSeconds(10));
+
+    assertThat(claimsOf("cancel")).as("cancel still waits behind ship: the outage did not count").isZero();
+    assertThat(fShip).isNotDone();
+    assertThat(fCancel).isNotDone();
+
+    CompletableFuture<Void> fPrepare = process(record(12, "o-1", "prepare"));
+    time.advance(Duration.ofSeconds(1));
+
+    assertThat(fPrepare).isCompleted();
+    assertThat(fShip).isCompleted();
+    assertThat(fCancel).isCompleted();
+    assertThat(dispatcher.calls).extracting(Delivery::getEvent).containsExactly("prepare", "ship");
+    assertThat(escalator.escalations).singleElement()
+        .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.ILLEGAL_TRANSITION));
+    assertThat(store.entityRow("o-1").state).isEqualTo("shipped");
+  }
+
+  @Test
+  void outageClock_countsFromTheFirstFailedClaimToTheNextAnsweredOne_neverBeforeAnAnswerSeenMeanwhile() {
+    GuardedProcessor.OutageClock c = new GuardedProcessor.OutageClock();
+    c.answered(100);
+    assertThat(c.total(500)).isZero();
+
+    c.failed(200);
+    c.failed(300); // the same outage
+    assertThat(c.total(1_200)).isEqualTo(1_000);
+    c.answered(1_200);
+    assertThat(c.total(5_000)).isEqualTo(1_000);
+
+    // a claim sent at 4,000 that hung until it failed, while another was answered at 4,500
+    c.answered(4_500);
+    c.failed(4_000);
+    c.answered(6_500);
+    assertThat(c.total(9_000)).isEqualTo(1_000 + 2_000);
+  }
+
   private long claimsOf(String event) {
     synchronized (store) {
       return store.claimCommands.stream().filter(c -> c.extracted().event().equals(event)).count();
