@@ -125,14 +125,16 @@ public final class Channels {
 
   /**
    * Files and the manager loaded from them, loaded again when a file's modification time or size
-   * changed. A load that fails (a file half written) keeps what was loaded before and is tried
-   * again at the next check; a certificate and key changed one after the other are loaded again
-   * once the second one lands.
+   * changed (the sidecar's {@code FileWatch} does the same for its own certificates). A load that
+   * fails (a file half written or missing) keeps what was loaded before, is warned about once per
+   * state of the files, and is tried again at the next check; a certificate and key changed one
+   * after the other are loaded again once the second one lands.
    */
   private static final class Reload {
     private final List<Path> files;
     private final Loader loader;
     private List<String> loaded = List.of();
+    private List<String> warned = List.of();
 
     Reload(List<Path> files, Loader loader) {
       this.files = files;
@@ -140,26 +142,37 @@ public final class Channels {
     }
 
     void load() throws IOException, GeneralSecurityException {
-      List<String> now = signature();
+      List<String> now = stamps();
       loader.load();
       loaded = now;
     }
 
     void ifChanged() {
+      List<String> now = stamps();
+      if (now.equals(loaded)) {
+        return;
+      }
       try {
-        if (!signature().equals(loaded)) {
-          load();
-          log.info("reloaded the TLS files {} of the channel to the sidecar", files);
-        }
+        loader.load();
+        loaded = now;
+        log.info("reloaded the TLS files {} of the channel to the sidecar", files);
       } catch (IOException | GeneralSecurityException | RuntimeException e) {
-        log.warn("cannot reload the TLS files {} of the channel to the sidecar (the previous ones stay in use): {}", files, e.toString());
+        if (!now.equals(warned)) {
+          warned = now;
+          log.warn("cannot reload the TLS files {} of the channel to the sidecar (the previous ones stay in use): {}", files, e.toString());
+        }
       }
     }
 
-    private List<String> signature() throws IOException {
+    /** Each file's modification time and size; a file that cannot be read counts as changed. */
+    private List<String> stamps() {
       List<String> s = new ArrayList<>(files.size());
       for (Path f : files) {
-        s.add(Files.getLastModifiedTime(f) + "/" + Files.size(f));
+        try {
+          s.add(Files.getLastModifiedTime(f) + "/" + Files.size(f));
+        } catch (IOException e) {
+          s.add("unreadable");
+        }
       }
       return s;
     }
