@@ -61,6 +61,17 @@ final class ClaimPolicy {
   /** The INSERT of the ledger row was refused by {@code row}. */
   static Decision onLedgerConflict(Attempt a, LedgerRow row) {
     ExtractedEvent e = a.extracted();
+    boolean sameSource = row.sourceTopic().equals(a.source().topic()) && row.sourcePartition() == a.source().partition()
+        && row.sourceOffset() == a.source().offset();
+    boolean thisKafkaRecord = sameSource && a.fromKafka();
+    if (row.done() && thisKafkaRecord) {
+      // the very record that applied the key, consumed again (its verdict or offset commit was lost
+      // in a crash or rebalance): its outcome is ACCEPTED, said again without calling the business,
+      // so that the last verdict of every record is its true one. By source coordinates, whatever
+      // the fingerprint says now: a configuration changed since the confirm changes nothing.
+      return done(new ClaimResult.Rejected(Verdicts.replayedAccept(a.verdict(), "applied and confirmed from this same record ("
+          + row.source() + ") earlier; the business is not called again")));
+    }
     if (row.rejected()) {
       // the business rejected a record under this key and the rejection undid it, so no fact
       // holds the key: this is the record's replay (rebalance, restart) or its re-drive after a
@@ -68,7 +79,19 @@ final class ClaimPolicy {
       // the key; the rejected record itself stays on the escalation topic, so nothing is lost.
       return new TakeOver(row, false);
     }
-    if (!row.fingerprint().equals(e.fingerprint())) {
+    boolean ours = row.owner() != null && row.owner().equals(a.owner());
+    long untilNotLive = a.nowMillis() + row.millisUntilNotLive();
+    if (!row.done() && !a.fromKafka() && !row.apiClaim()) {
+      // a Guard API caller never takes over a Kafka record's claim, live or not: Kafka redelivers
+      // that record to its partition's next owner, which finishes it; a claim handed to the caller
+      // instead would leave the Kafka record IN_FLIGHT behind a claim nobody redelivers
+      return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
+          "in flight from Kafka record " + row.source() + " (owner " + row.owner() + "), which its partition's owner finishes",
+          a.nowMillis(), row.originalAtMillis())));
+    }
+    if (!row.fingerprint().equals(e.fingerprint()) && !(thisKafkaRecord && !row.done())) {
+      // a PENDING claim of this very record is taken over whatever its fingerprint: the record is
+      // the same, only the configuration (fingerprint-exclude) changed since it was claimed
       return done(new ClaimResult.Rejected(Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.KEY_COLLISION,
           "dedup key already used by a record with different content (ledger row " + row.status() + " from " + row.source()
               + "): the configured business key does not identify the record; add the missing field")));
@@ -77,10 +100,6 @@ final class ClaimPolicy {
       return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,
           "already confirmed from " + row.source(), a.nowMillis(), row.originalAtMillis())));
     }
-    boolean sameSource = row.sourceTopic().equals(a.source().topic()) && row.sourcePartition() == a.source().partition()
-        && row.sourceOffset() == a.source().offset();
-    boolean ours = row.owner() != null && row.owner().equals(a.owner());
-    long untilNotLive = a.nowMillis() + row.millisUntilNotLive();
     if (row.live() && row.apiClaim() && a.fromKafka()) {
       // held by a Guard API caller: unlike a Kafka owner, nothing redelivers its record if the
       // caller goes away, so a Kafka copy is never ignored: it waits for the claim to end. The same

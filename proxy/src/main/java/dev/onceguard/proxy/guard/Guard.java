@@ -112,6 +112,11 @@ public final class Guard implements AutoCloseable {
   /** L1, then the claim. */
   public CompletionStage<ClaimResult> claim(RouteConfig route, ExtractedEvent e, Source source) {
     return cache.seen(route.name(), e.dedupKey(), e.fingerprint()).thenCompose(hit -> {
+      if (hit != null && source.partition() >= 0 && source.toString().equals(hit.source())) {
+        // this very record, confirmed before and consumed again: its outcome is ACCEPTED
+        return CompletableFuture.completedFuture(new ClaimResult.Rejected(Verdicts.replayedAccept(Verdicts.base(route.name(), e),
+            "applied and confirmed from this same record (" + source + ") earlier (L1); the business is not called again")));
+      }
       if (hit != null) {
         Verdict.Builder vb = Verdicts.base(route.name(), e);
         return CompletableFuture.completedFuture(new ClaimResult.Rejected(Verdicts.duplicateOf(vb, Layer.CACHE, Reason.CACHE_HIT,
@@ -260,7 +265,8 @@ public final class Guard implements AutoCloseable {
         return CompletableFuture.completedFuture(false);
       }
       CompletionStage<Boolean> written =
-          cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl()).thenApply(x -> true);
+          cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl(),
+              claim.source() == null ? null : claim.source().toString()).thenApply(x -> true);
       return awaitL1 ? written : CompletableFuture.completedFuture(true);
     });
   }
@@ -286,6 +292,19 @@ public final class Guard implements AutoCloseable {
   public CompletionStage<Claim> renew(RouteConfig route, Claim claim) {
     long until = clock.nowMillis() + route.lease().toMillis();
     return retryingContention(() -> store.renew(claim, route.lease().toMillis()), 1).thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
+  }
+
+  /**
+   * Gives the claim up for another owner to take over at once, undoing nothing: its lease ends now
+   * (database time). For a claim whose record the business may have seen in an earlier attempt
+   * (a takeover, a rejected record claimed again), which must stay in the ledger so that its next
+   * delivery is flagged. The stage's value is false if the claim was not this owner's any more.
+   */
+  public CompletionStage<Boolean> relinquish(Claim claim) {
+    return retryingContention(() -> store.renew(claim, 0), 1).thenApply(ok -> {
+      release(claim);
+      return ok;
+    });
   }
 
   /** Tells the store this process is alive for {@link #OWNER_TTL} more. Call every {@link #HEARTBEAT_EVERY}. */

@@ -654,7 +654,8 @@ public final class GuardedProcessor implements RecordProcessor {
           case RETRY -> {
             maybeSeen |= res.maybeDelivered();
             if (!res.businessDown() && ++counted >= route.retry().maxAttempts()) {
-              abort("business did not apply it after " + n + " attempts; last: " + res.message());
+              abort("business did not apply it after " + n + " attempts; last: " + res.message()
+                  + (maybeSeen ? "; " + MAY_HAVE_APPLIED : ""));
               return;
             }
             Duration wait = backoff.delay(n);
@@ -795,13 +796,17 @@ public final class GuardedProcessor implements RecordProcessor {
       void abandon() {
         stopRenewal();
         if (!dispatched && !lost && settled.compareAndSet(false, true)) {
-          // the business never saw it: undo the claim now instead of leaving it leased, so the
-          // partition's next owner takes the record at once and without a redelivery flag
-          // (Guard.abort releases the claim locally)
-          guard.abort(claim, false).whenComplete(step((ok, e) -> {
+          // not sent in this attempt: hand the claim on now instead of leaving it leased, so the
+          // partition's next owner takes the record at once. A fresh claim nobody ever sent is
+          // undone (its row deleted: the next delivery is a first one). A claim whose record the
+          // business may have seen before (a takeover, a rejected record claimed again) keeps its
+          // row, so the next delivery is flagged: only its lease ends now.
+          boolean seenBefore = claim.redelivery() || claim.attempts() > 1;
+          CompletionStage<Boolean> handOn = seenBefore ? guard.relinquish(claim) : guard.abort(claim, false);
+          handOn.whenComplete(step((ok, e) -> {
             if (e != null) {
-              guard.release(claim); // Guard.abort releases only on success
-              fields(log.atDebug()).log("{}: undoing the unused claim failed; it expires with its lease: {}", where(), e.toString());
+              guard.release(claim); // Guard.abort and relinquish release only on success
+              fields(log.atDebug()).log("{}: handing the unused claim on failed; it expires with its lease: {}", where(), e.toString());
             }
             done.completeExceptionally(new CancelledException(where()));
           }));
@@ -817,6 +822,12 @@ public final class GuardedProcessor implements RecordProcessor {
       }
     }
   }
+
+  /**
+   * Said of a record given up after its business attempts ran out when some attempt's answer was
+   * lost: the business may have applied it although the guard undid its claim, so a human checks.
+   */
+  public static final String MAY_HAVE_APPLIED = "an answer was lost, so the business may have applied it";
 
   private static String nz(String s) {
     return s == null ? "" : s;

@@ -61,6 +61,14 @@ public final class Verdicts {
     return duplicate(b, l, r, detail);
   }
 
+  /**
+   * ACCEPTED again for the record that applied its key, consumed once more after its verdict or
+   * offset commit was lost: flagged {@code replayed}; the business is not called again.
+   */
+  public static Verdict replayedAccept(Verdict.Builder b, String detail) {
+    return of(b.setReplayed(true), Disposition.ACCEPTED, Layer.LEDGER, Reason.NONE, detail);
+  }
+
   public static Verdict escalate(Verdict.Builder b, Layer l, Reason r, String detail) {
     return of(b, Disposition.ILLEGAL_TRANSITION_ESCALATE, l, r, detail);
   }

@@ -270,9 +270,11 @@ public final class Db implements AutoCloseable {
       } catch (Throwable e) {
         if (reused && w.sent <= 1 && isConnectionLoss(e) && System.nanoTime() - started < STALE_FAILS_WITHIN_NANOS) {
           // A kept connection that the server or the network closed while it was idle fails at
-          // once, on the unit's first statement, which the server never got: run the unit again
-          // on a new connection. (A failure after that statement may follow a write the server
-          // made, and is left to the caller, which knows whether a step can run twice.)
+          // once, on the unit's first statement: run the unit again on a new connection. The
+          // server may still have run that statement (the connection broke after sending it), so
+          // every unit must be safe to run twice: the store's steps are fenced on (owner, attempt)
+          // and read back what an unanswered confirm or abort did (MysqlGuardStore). A failure
+          // later in a unit is left to the caller, which knows whether the step can run again.
           w.discard();
           w.sent = 0;
           try {

@@ -54,7 +54,9 @@ public interface GuardStore extends AutoCloseable {
 
   /**
    * Undoes the entity's pending transition if it is an abandoned Guard API claim whose lease ended
-   * more than {@code graceMillis} ago (database time); true if it was undone.
+   * more than {@code graceMillis} ago (database time); true if it was undone. The ledger row stays,
+   * as REJECTED: the caller was handed the claim, so a later claim of the key is flagged as a
+   * redelivery.
    */
   CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis);
 

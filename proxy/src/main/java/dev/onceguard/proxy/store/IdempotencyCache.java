@@ -16,9 +16,16 @@ public interface IdempotencyCache extends AutoCloseable {
    *
    * @param confirmedAtMillis when it was confirmed (the confirming sidecar's clock), or
    *     {@link #UNKNOWN_TIME} if the entry does not say
+   * @param source the source record that was confirmed ({@code topic/partition@offset}), or
+   *     {@code null} if the entry does not say
    */
-  record Hit(long confirmedAtMillis) {
+  record Hit(long confirmedAtMillis, String source) {
     public static final long UNKNOWN_TIME = -1;
+
+    /** A hit whose entry does not name its source record. */
+    public Hit(long confirmedAtMillis) {
+      this(confirmedAtMillis, null);
+    }
   }
 
   /**
@@ -33,7 +40,16 @@ public interface IdempotencyCache extends AutoCloseable {
    * Records a key confirmed at {@code confirmedAtMillis}, for {@code ttl}. Call only after the
    * ledger confirm committed.
    */
-  CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl);
+  default CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
+    return remember(route, dedupKey, fingerprint, confirmedAtMillis, ttl, null);
+  }
+
+  /**
+   * As {@link #remember(String, String, String, long, Duration)}, naming the source record that was
+   * confirmed ({@code null}: none), so that this very record consumed again is told from a replay.
+   */
+  CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl,
+      String source);
 
   @Override
   void close();
@@ -46,7 +62,8 @@ public interface IdempotencyCache extends AutoCloseable {
     }
 
     @Override
-    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
+    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl,
+        String source) {
       return CompletableFuture.completedFuture(null);
     }
 

@@ -477,13 +477,15 @@ public final class MysqlGuardStore implements GuardStore {
     long until = cmd.nowMillis() + cmd.leaseMillis();
     return Db.atomically(c, cmd.machine() != null, x -> {
       long n = Db.update(x,
+          // the record's business key and fingerprint as read now: a takeover of this very record
+          // after a configuration change (ClaimPolicy) confirms what the record is under it
           "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
-              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?"
+              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?, l.business_key = ?, l.fingerprint = ?"
               + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
               + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
               + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
-          cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
-          cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force);
+          cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), e.businessKey(),
+          e.fingerprint(), cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force);
       if (n != 1) {
         return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
       }
@@ -516,8 +518,10 @@ public final class MysqlGuardStore implements GuardStore {
       if (p.partition() >= 0 || p.overdueMillis() == null || p.overdueMillis() <= graceMillis) {
         return false;
       }
-      return Db.transaction(c, x -> deleteClaim(x, p.route(), pendingKey, p.owner(), p.attempts(), machine, entityId,
-          System.currentTimeMillis()));
+      // kept as REJECTED, not deleted: the caller was handed the claim and may have acted on it, so a
+      // later claim of the key is a redelivery (flagged), never a first delivery
+      return Db.transaction(c, x -> rejectClaim(x, new Claim(p.route(), pendingKey, null, null, machine, entityId, null, null, null,
+          p.owner(), 0, p.attempts(), false, null), System.currentTimeMillis()));
     });
   }
 
@@ -659,8 +663,26 @@ public final class MysqlGuardStore implements GuardStore {
   @Override
   public CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis) {
     return db.atomically(claim.machine() != null, c -> maySeen
-        ? rejectClaim(c, claim, nowMillis)
-        : deleteClaim(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(), claim.machine(), claim.entityId(), nowMillis));
+            ? rejectClaim(c, claim, nowMillis)
+            : deleteClaim(c, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts(), claim.machine(), claim.entityId(), nowMillis))
+        .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : abortedEarlier(claim, maySeen));
+  }
+
+  /**
+   * Whether this very claim was aborted already: an abort whose COMMIT reached the server but whose
+   * answer was lost (connection reset, failover, socket timeout) is run again, and the rerun finds
+   * nothing PENDING. That is success, not a lost claim, or the rejection would never be escalated.
+   * A rejected row keeps its owner and attempt, so a claim another owner took over and rejected
+   * still answers false; a deleted row (the business never saw the record) leaves nothing that
+   * another owner could hold. Costs a round trip only when the fenced statement matched nothing.
+   */
+  private CompletionStage<Boolean> abortedEarlier(Claim claim, boolean maySeen) {
+    return db.autocommit(c -> {
+      List<Boolean> rows = Db.query(c, "SELECT status, owner, attempts FROM " + ledger + " WHERE route = ? AND dedup_key = ?",
+          r -> maySeen && "REJECTED".equals(r.getString(1)) && claim.owner().equals(r.getString(2)) && claim.attempts() == r.getInt(3),
+          claim.route(), claim.dedupKey());
+      return rows.isEmpty() ? !maySeen : rows.get(0);
+    });
   }
 
   /**

@@ -252,8 +252,9 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   }
 
   /**
-   * A hit if {@code value} holds {@code fingerprint}: {@code <fingerprint>@<confirmed at>}, or the
-   * fingerprint alone (entries written before the time was kept: a hit of unknown age).
+   * A hit if {@code value} holds {@code fingerprint}: {@code <fingerprint>@<confirmed at>#<source>},
+   * {@code <fingerprint>@<confirmed at>} (no source named), or the fingerprint alone (a hit of
+   * unknown age).
    */
   static Hit parse(String value, String fingerprint) {
     if (value == null || !value.startsWith(fingerprint)) {
@@ -265,22 +266,25 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
     if (value.charAt(fingerprint.length()) != '@') {
       return null;
     }
+    int hash = value.indexOf('#', fingerprint.length() + 1);
+    String source = hash < 0 ? null : value.substring(hash + 1);
     try {
-      return new Hit(Long.parseLong(value, fingerprint.length() + 1, value.length(), 10));
+      return new Hit(Long.parseLong(value, fingerprint.length() + 1, hash < 0 ? value.length() : hash, 10), source);
     } catch (NumberFormatException e) {
       return new Hit(Hit.UNKNOWN_TIME);
     }
   }
 
   @Override
-  public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl) {
+  public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl,
+      String source) {
     Counts n = counts(route);
     RedisStringAsyncCommands<String, String> c = usable(n);
     if (c == null) {
       return CompletableFuture.completedFuture(null);
     }
     try {
-      return c.set(key(route, dedupKey), fingerprint + "@" + confirmedAtMillis, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
+      return c.set(key(route, dedupKey), fingerprint + "@" + confirmedAtMillis + (source == null ? "" : "#" + source), SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {

@@ -124,6 +124,58 @@ class ClaimPolicyTest {
     assertThat(v.getOriginalAgeMs()).as("time since the original was confirmed").isEqualTo(90_000L);
   }
 
+  @Test
+  void onLedgerConflict_doneRowOfThisVeryRecord_isAcceptedAgainFlaggedReplayed_evenUnderAnotherFingerprint() {
+    // the record that applied the key, consumed again after its verdict was lost; the
+    // configuration changed meanwhile, so its fingerprint reads differently now
+    LedgerRow r = row("DONE", "fp-before-the-change", OTHER, SOURCE, null, null);
+
+    Verdict v = rejected(ClaimPolicy.onLedgerConflict(attempt("ship"), r));
+
+    assertThat(v.getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(v.getReplayed()).isTrue();
+    assertThat(v.getDetail()).contains("orders/3@41").contains("not called again");
+  }
+
+  @Test
+  void onLedgerConflict_doneRowOfTheSameCoordinatesThroughTheApi_isNoReplayOfAKafkaRecord() {
+    Source api = Source.api("req-1");
+    LedgerRow r = row("DONE", FP, OTHER, api, null, null);
+
+    Verdict v = rejected(ClaimPolicy.onLedgerConflict(attempt("ship", api, false), r));
+
+    assertThat(v.getReason()).isEqualTo(Reason.LEDGER_HIT);
+    assertThat(v.getReplayed()).isFalse();
+  }
+
+  @Test
+  void onLedgerConflict_deadPendingClaimOfThisVeryRecordUnderAnotherFingerprint_isTakenOver_notAKeyCollision() {
+    // the sidecar died holding the claim and came back with another fingerprint-exclude: the
+    // record is the same, so its claim is taken over by its source coordinates
+    LedgerRow r = row("PENDING", "fp-before-the-change", OTHER, SOURCE, 10_000L, -1L);
+
+    assertThat(ClaimPolicy.onLedgerConflict(attempt("ship"), r)).isEqualTo(new TakeOver(r, false));
+  }
+
+  @Test
+  void onLedgerConflict_liveClaimOfThisVeryRecordUnderAnotherFingerprint_waitsForIt() {
+    LedgerRow r = row("PENDING", "fp-before-the-change", OTHER, SOURCE, 10_000L, 3_000L);
+
+    assertThat(waited(ClaimPolicy.onLedgerConflict(attempt("ship"), r)).kind()).isEqualTo(Kind.OWN_LEASE_LIVE);
+  }
+
+  @ParameterizedTest(name = "leaseLeft={0}")
+  @ValueSource(longs = {10_000L, -5_000L})
+  void onLedgerConflict_apiAttemptMeetsAKafkaClaim_liveOrNot_isInFlight_neverATakeover(long leaseLeft) {
+    LedgerRow r = pending(OTHER, new Source("orders", 1, 7L), leaseLeft, leaseLeft);
+
+    Verdict v = rejected(ClaimPolicy.onLedgerConflict(attempt("ship", Source.api("req-2"), false), r));
+
+    assertThat(v.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(v.getReason()).isEqualTo(Reason.IN_FLIGHT);
+    assertThat(v.getDetail()).contains("Kafka record orders/1@7");
+  }
+
   @ParameterizedTest(name = "ownAttemptActive={0}")
   @ValueSource(booleans = {false, true})
   void onLedgerConflict_liveApiClaimAndKafkaCopy_waitsOwnLeaseLiveUntilTheClaimEnds(boolean ownAttemptActive) {

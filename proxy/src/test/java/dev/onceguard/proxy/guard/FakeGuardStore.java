@@ -76,6 +76,8 @@ final class FakeGuardStore implements GuardStore {
   final Queue<Answer<ClaimCommand, ClaimOutcome>> claims = new ArrayDeque<>();
   /** While true, every claim fails as an outage (before the scripted answers). */
   boolean claimsDown;
+  /** The lease length the last renewal asked for. */
+  volatile long lastRenewMillis = -1;
   final Queue<Answer<ClaimCommand, ClaimOutcome>> takeOvers = new ArrayDeque<>();
   final Queue<Answer<Claim, Boolean>> confirms = new ArrayDeque<>();
   final Queue<Answer<Claim, Boolean>> aborts = new ArrayDeque<>();
@@ -207,6 +209,7 @@ final class FakeGuardStore implements GuardStore {
   @Override
   public synchronized CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
     calls.add("renew");
+    lastRenewMillis = leaseMillis;
     return next(renews, claim, () -> !lost.contains(claim.dedupKey())).thenApply(ok -> {
       if (!ok) {
         synchronized (this) {

@@ -16,6 +16,7 @@ import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.time.FakeTime;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.Verdict;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -66,6 +67,49 @@ class GuardTest {
     assertThat(c.attempts()).isEqualTo(1);
     assertThat(a.verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
     assertThat(store.calls).containsExactly("claim");
+  }
+
+  /** L1 in memory: what a confirm remembered, with its fingerprint and source. */
+  static final class MapCache implements IdempotencyCache {
+    final Map<String, String[]> entries = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    public java.util.concurrent.CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint) {
+      String[] e = entries.get(route + ":" + dedupKey);
+      return CompletableFuture.completedFuture(e == null || !e[0].equals(fingerprint) ? null : new Hit(Long.parseLong(e[1]), e[2]));
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis,
+        java.time.Duration ttl, String source) {
+      entries.put(route + ":" + dedupKey, new String[] {fingerprint, Long.toString(confirmedAtMillis), source});
+      return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  @Test
+  void claim_l1HitOfThisVeryRecord_isAcceptedAgainFlaggedReplayed_andAnotherCopyIsACacheHit() {
+    Guard withL1 = new Guard(store, new MapCache(), Map.of("order", OrderRoute.MACHINE), time, OWNER, time);
+    store.entity("o-1", "to_ship");
+    Claim c = accepted(withL1.claim(ROUTE, shipEvent, shipSource).toCompletableFuture()).claim();
+    assertThat(withL1.confirm(ROUTE, c).toCompletableFuture().join()).isTrue();
+    store.calls.clear();
+
+    // the same record consumed again (its verdict was lost in a crash): L1 answers for it
+    ClaimResult again = withL1.claim(ROUTE, shipEvent, shipSource).toCompletableFuture().join();
+    // a re-send of the same fact at another offset
+    ClaimResult copy = withL1.claim(ROUTE, shipEvent, new Source("orders", 0, 99)).toCompletableFuture().join();
+
+    Verdict replayed = ((ClaimResult.Rejected) again).verdict();
+    assertThat(replayed.getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(replayed.getReplayed()).isTrue();
+    Verdict dup = ((ClaimResult.Rejected) copy).verdict();
+    assertThat(dup.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(dup.getReason()).isEqualTo(Reason.CACHE_HIT);
+    assertThat(store.calls).as("neither reaches the store").isEmpty();
   }
 
   @Test

@@ -382,6 +382,24 @@ class GuardedProcessorTest {
   }
 
   @Test
+  void process_takeoverCancelledBeforeDispatch_keepsTheRowAndOnlyEndsItsLease_soTheNextDeliveryIsFlagged() {
+    // the claim is a takeover (an earlier owner may have sent the record to the business): undoing
+    // it would delete the ledger row, and the next owner would deliver it as a first delivery
+    CompletableFuture<ClaimOutcome> claimed = new CompletableFuture<>();
+    store.claims.add(hold(claimed));
+    Cancellation cancel = new Cancellation();
+
+    CompletableFuture<Void> f = processor.process(ship, cancel).toCompletableFuture();
+    cancel.cancel();
+    claimed.complete(new ClaimOutcome.Claimed("to_ship", T0 + 30_000, 2, true));
+
+    assertThatThrownBy(f::join).hasCauseInstanceOf(CancelledException.class);
+    assertThat(dispatcher.calls).isEmpty();
+    assertThat(store.calls).as("no abort: the row stays").containsExactly("claim", "renew");
+    assertThat(store.lastRenewMillis).as("the lease ends now, for the next owner to take over at once").isZero();
+  }
+
+  @Test
   void process_cancelledWhileBusinessCallRuns_keepsClaimForRedelivery() {
     store.entity("o-1", "to_ship");
     Cancellation cancel = new Cancellation();

@@ -13,6 +13,11 @@ class RedisValueTest {
   }
 
   @Test
+  void parse_withTheConfirmedSource_isAHitNamingIt() {
+    assertThat(RedisIdempotencyCache.parse("ab12@1700000000123#orders/3@41", "ab12")).isEqualTo(new Hit(1_700_000_000_123L, "orders/3@41"));
+  }
+
+  @Test
   void parse_fingerprintAlone_isAHitOfUnknownAge() {
     assertThat(RedisIdempotencyCache.parse("ab12", "ab12")).isEqualTo(new Hit(Hit.UNKNOWN_TIME));
   }
