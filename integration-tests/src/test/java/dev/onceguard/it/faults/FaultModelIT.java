@@ -13,6 +13,7 @@ import dev.onceguard.proxy.extract.Extractor;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
+import dev.onceguard.proxy.store.RedisIdempotencyCache;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Reason;
 import java.io.IOException;
@@ -94,6 +95,8 @@ class FaultModelIT {
   static String database;
   static Db db;
   static MysqlGuardStore store;
+  static RedisIdempotencyCache l1;
+  static String redisPrefix;
   static SidecarConfig config;
   static String prefix;
   static int runs;
@@ -109,10 +112,25 @@ class FaultModelIT {
     db = new Db(config.mysql());
     new Migrations(db, prefix).migrate();
     store = new MysqlGuardStore(db, prefix);
+    redisPrefix = "ogfm:" + database + ":";
+    l1 = new RedisIdempotencyCache(new SidecarConfig.RedisConfig(ItEnv.redisUri(), java.time.Duration.ofSeconds(2), redisPrefix,
+        java.time.Duration.ofSeconds(1)), dev.onceguard.proxy.time.Clock.SYSTEM);
+    // connected before the first run, so that every run sees L1 as it is (the cache connects in the
+    // background and answers "not seen" until then)
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    while (l1.hits() + l1.misses() == 0 && System.nanoTime() < deadline) {
+      l1.seen("probe", "probe", "probe").toCompletableFuture().join();
+      java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+    }
+    assertThat(l1.hits() + l1.misses()).as("Redis L1 at %s answers", ItEnv.redisUri()).isPositive();
   }
 
   @AfterAll
   static void tearDown() {
+    if (l1 != null) {
+      l1.close();
+      ItEnv.deleteRedisKeys(redisPrefix);
+    }
     if (db != null) {
       try {
         db.execute("DROP DATABASE IF EXISTS " + database);
@@ -179,7 +197,6 @@ class FaultModelIT {
   Outcome run(Scenario s, Map<Integer, Fault> plan) {
     String runId = "r" + (++runs);
     RouteConfig route = config.routes().stream().filter(r -> r.name().equals(s.route())).findFirst().orElseThrow();
-    MachineConfig machine = route.machine() == null ? null : config.machines().get(route.machine());
     Business business = new Business(s.script());
     World w = new World(db, prefix, plan, business, System.currentTimeMillis());
     business.bind(w);
@@ -187,10 +204,19 @@ class FaultModelIT {
     List<String> violations = new ArrayList<>();
     int[] instances = {0};
     java.util.function.Supplier<Instance> next =
-        () -> new Instance(w, runId + "-" + (++instances[0]), store, route, machine, config.machines());
+        () -> new Instance(w, runId + "-" + (++instances[0]), store, l1, config, route);
     try {
       Instance inst = next.get();
       for (ConsumerRecord<byte[], byte[]> r : records) {
+        if (s.viaApi(r.offset())) {
+          ApiCaller caller = new ApiCaller(w, runId, r, inst, next);
+          boolean finished = caller.run(violations);
+          inst = caller.inst;
+          if (!finished) {
+            break;
+          }
+          continue;
+        }
         long firstAt = w.nowMillis();
         int deliveries = 0;
         boolean committed = false;
@@ -227,9 +253,140 @@ class FaultModelIT {
       violations.add("HUNG: " + h.getMessage());
     }
     if (violations.isEmpty()) {
-      violations.addAll(new Judge(s, route, machine, records, w).check());
+      violations.addAll(new Judge(s, route, records, w).check());
     }
     return new Outcome(s, plan, List.copyOf(w.calls), List.copyOf(w.trace), violations);
+  }
+
+  /**
+   * A Guard API caller that is also the business for its fact: Submit with a request id of its
+   * own; on ACCEPTED it applies the fact as the script says and Completes OK or REJECT. A transient
+   * status (UNAVAILABLE, ABORTED) is retried after a second, the same call again; a crash of the
+   * sidecar drops the connection and the caller submits again to the next instance; a Complete
+   * answered NOT_FOUND (the claim was lost) starts over with a Submit.
+   */
+  final class ApiCaller {
+    private final World w;
+    private final ConsumerRecord<byte[], byte[]> r;
+    private final java.util.function.Supplier<Instance> next;
+    private final String requestId;
+    Instance inst;
+
+    ApiCaller(World w, String runId, ConsumerRecord<byte[], byte[]> r, Instance inst, java.util.function.Supplier<Instance> next) {
+      this.w = w;
+      this.r = r;
+      this.inst = inst;
+      this.next = next;
+      this.requestId = "req-" + runId + "-" + r.offset();
+    }
+
+    /** One call's answer, or its status. */
+    final class Answer<T> implements io.grpc.stub.StreamObserver<T> {
+      volatile T value;
+      volatile io.grpc.Status status;
+      volatile boolean done;
+
+      @Override
+      public void onNext(T v) {
+        value = v;
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        status = io.grpc.Status.fromThrowable(t);
+        done = true;
+      }
+
+      @Override
+      public void onCompleted() {
+        done = true;
+      }
+    }
+
+    /** False if the step could not finish (a violation was added). */
+    boolean run(List<String> violations) {
+      long firstAt = w.nowMillis();
+      for (int calls = 0; calls < 4 * MAX_DELIVERIES; calls++) {
+        if (inst.dead) {
+          inst = next.get();
+        }
+        Instance cur = inst;
+        Answer<dev.onceguard.v1.SubmitResponse> sub = new Answer<>();
+        cur.api.submit(dev.onceguard.v1.SubmitRequest.newBuilder().setRoute(cur.route.name()).setRequestId(requestId)
+            .setKey(com.google.protobuf.ByteString.copyFrom(r.key())).setValue(com.google.protobuf.ByteString.copyFrom(r.value()))
+            .build(), sub);
+        if (!await(cur, () -> sub.done, firstAt, violations)) {
+          return false;
+        }
+        if (cur.dead) {
+          continue;
+        }
+        if (sub.status != null) {
+          if (!transient_(sub.status, violations)) {
+            return false;
+          }
+          pause(cur);
+          continue;
+        }
+        dev.onceguard.v1.SubmitResponse resp = sub.value;
+        if (resp.getClaimToken().isEmpty()) {
+          w.verdicts.add(new World.Written(r.offset(), resp.getVerdict(), w.nextEvent(), cur.name));
+          return true;
+        }
+        dev.onceguard.v1.Delivery d = dev.onceguard.v1.Delivery.newBuilder().setRoute(cur.route.name())
+            .setDedupKey(resp.getVerdict().getDedupKey()).setEvent(resp.getVerdict().getEvent()).setRedelivery(resp.getRedelivery())
+            .setDeliveryId(requestId + "#" + calls).setRecord(dev.onceguard.v1.KafkaRecord.newBuilder().setOffset(r.offset())
+                .setKey(com.google.protobuf.ByteString.copyFrom(r.key())))
+            .build();
+        dev.onceguard.proxy.dispatch.DispatchResult applied = w.business.receive(d, cur.name + " (API caller)");
+        dev.onceguard.v1.HandleResult.Outcome outcome = applied.kind() == dev.onceguard.proxy.dispatch.DispatchResult.Kind.OK
+            ? dev.onceguard.v1.HandleResult.Outcome.OK : dev.onceguard.v1.HandleResult.Outcome.REJECT;
+        while (true) {
+          Answer<dev.onceguard.v1.CompleteResponse> co = new Answer<>();
+          cur.api.complete(dev.onceguard.v1.CompleteRequest.newBuilder().setClaimToken(resp.getClaimToken()).setOutcome(outcome)
+              .build(), co);
+          if (!await(cur, () -> co.done, firstAt, violations)) {
+            return false;
+          }
+          if (cur.dead || co.status != null && co.status.getCode() == io.grpc.Status.Code.NOT_FOUND) {
+            break; // submit again: the claim is taken over, or the key is settled by its other holder
+          }
+          if (co.status != null) {
+            if (!transient_(co.status, violations)) {
+              return false;
+            }
+            pause(cur);
+            continue;
+          }
+          w.verdicts.add(new World.Written(r.offset(), co.value.getVerdict(), w.nextEvent(), cur.name));
+          return true;
+        }
+      }
+      violations.add("STALLED: API step @" + r.offset() + " still unfinished after " + 4 * MAX_DELIVERIES + " calls");
+      return false;
+    }
+
+    private boolean await(Instance cur, java.util.function.BooleanSupplier done, long firstAt, List<String> violations) {
+      if (!w.runUntil(() -> done.getAsBoolean() || cur.dead, firstAt + RECORD_BOUND_MILLIS)) {
+        violations.add("STALLED: API step @" + r.offset() + " got no answer within " + RECORD_BOUND_MILLIS / 1000 + " s");
+        return false;
+      }
+      return true;
+    }
+
+    private boolean transient_(io.grpc.Status st, List<String> violations) {
+      if (st.getCode() == io.grpc.Status.Code.UNAVAILABLE || st.getCode() == io.grpc.Status.Code.ABORTED) {
+        return true;
+      }
+      violations.add("API_ERROR: API step @" + r.offset() + " answered " + st);
+      return false;
+    }
+
+    /** The caller's backoff: a second of the run's time. */
+    private void pause(Instance cur) {
+      CompletableFuture<Void> t = w.timer(cur, java.time.Duration.ofSeconds(1));
+      w.runUntil(() -> t.isDone() || cur.dead, Long.MAX_VALUE);
+    }
   }
 
   private static boolean cancelled(CompletableFuture<Void> f) {
@@ -251,12 +408,12 @@ class FaultModelIT {
     private final World w;
     private final Extractor extractor;
 
-    Judge(Scenario s, RouteConfig route, MachineConfig machine, List<ConsumerRecord<byte[], byte[]>> records, World w) {
+    Judge(Scenario s, RouteConfig route, List<ConsumerRecord<byte[], byte[]>> records, World w) {
       this.s = s;
       this.route = route;
       this.records = records;
       this.w = w;
-      this.extractor = new Extractor(route, machine);
+      this.extractor = new Extractor(route, route.machine() == null ? null : config.machines().get(route.machine()));
     }
 
     private String key(ConsumerRecord<byte[], byte[]> r) {
@@ -290,7 +447,9 @@ class FaultModelIT {
         boolean appliedBefore = applied != null && applied < last.seq();
         String verdict = d + "/" + reason + " (" + last.verdict().getDetail() + ")";
         List<Object> row = ledger.get(k);
-        if (d == Disposition.DUPLICATE_IGNORE && !appliedBefore) {
+        // in flight: another owner holds the fact and finishes it, so it must be applied by the end
+        boolean inFlightAndApplied = reason == Reason.IN_FLIGHT && applied != null;
+        if (d == Disposition.DUPLICATE_IGNORE && !appliedBefore && !inFlightAndApplied) {
           out.add("LOST_FACT: " + at + " ended " + verdict + ", but the business had not applied its key");
         }
         if (d == Disposition.ACCEPTED && (!appliedBefore || row == null || !"DONE".equals(row.get(0)))) {
@@ -298,7 +457,7 @@ class FaultModelIT {
         }
         if (d == Disposition.ILLEGAL_TRANSITION_ESCALATE) {
           boolean written = w.escalations.stream().anyMatch(e -> e.offset() == off && e.verdict().getReason() == reason);
-          if (!written) {
+          if (!written && !s.viaApi(off)) {
             out.add("ESCALATION_MISSING: " + at + " ended " + verdict + ", but nothing was written to the escalation topic");
           }
           boolean businessRefused = reason == Reason.BUSINESS_REJECTED
@@ -307,7 +466,8 @@ class FaultModelIT {
             out.add("WRONG_ESCALATION: " + at + " ended " + verdict);
           }
         }
-        if (row != null && "DONE".equals(row.get(0)) && ((Number) row.get(1)).longValue() == off && d != Disposition.ACCEPTED) {
+        if (row != null && "DONE".equals(row.get(0)) && ((Number) row.get(1)).longValue() == off && !s.viaApi(off)
+            && d != Disposition.ACCEPTED) {
           out.add("UNTRUE_LAST_VERDICT: " + at + " is the record that applied its key (the DONE row's source), but its last"
               + " verdict is " + verdict);
         }

@@ -2,7 +2,9 @@ package dev.onceguard.it.faults;
 
 import dev.onceguard.it.faults.Fault.Call;
 import dev.onceguard.proxy.config.MachineConfig;
+import dev.onceguard.proxy.api.GuardService;
 import dev.onceguard.proxy.config.RouteConfig;
+import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
 import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
@@ -50,22 +52,26 @@ final class Instance {
   final Guard guard;
   final GuardedProcessor processor;
   final RouteConfig route;
+  /** The Guard API of this process, on the same guard. */
+  final GuardService api;
   volatile boolean dead;
   long lastHeartbeat;
   /** The cancellation of the record in progress (the partition's revocation). */
   private volatile Cancellation current = new Cancellation();
 
-  Instance(World world, String name, GuardStore realStore, RouteConfig route, MachineConfig machine, Map<String, MachineConfig> machines) {
+  Instance(World world, String name, GuardStore realStore, IdempotencyCache l1, SidecarConfig config, RouteConfig route) {
     this.world = world;
     this.name = name;
     this.owner = "fm-" + name;
     this.route = route;
     Scheduler timers = d -> world.timer(this, d);
-    this.guard = new Guard(new Store(realStore), IdempotencyCache.DISABLED, machines, world, owner, timers);
+    MachineConfig machine = route.machine() == null ? null : config.machines().get(route.machine());
+    this.guard = new Guard(new Store(realStore), new Cache(l1), config.machines(), world, owner, timers);
     // fixed jitter: the same schedule waits the same times
     Backoff backoff = new Backoff(route.retry().initialBackoff(), route.retry().maxBackoff(), new Random(7));
     this.processor = new GuardedProcessor(route, machine, guard, new Business(), new Topics(), timers, backoff,
         new DeliveryIds(name), (r, v, forwarded) -> {});
+    this.api = new GuardService(config, guard, timers);
     world.instances.add(this);
     heartbeat();
   }
@@ -122,6 +128,35 @@ final class Instance {
       return new TimeoutException("injected: " + what + " was written, not acknowledged within the delivery timeout");
     }
   };
+
+  /**
+   * L1 on the real Redis, shared by every instance as a Redis is: its calls are not in the schedule
+   * (L1 fails open: its faults are misses), but they count as work in progress, so that a write
+   * lands before the run goes on, as it would at the speed of a real Redis.
+   */
+  private final class Cache implements IdempotencyCache {
+    private final IdempotencyCache real;
+
+    Cache(IdempotencyCache real) {
+      this.real = real;
+    }
+
+    @Override
+    public CompletionStage<Hit> seen(String route, String dedupKey, String fingerprint) {
+      return world.passThrough(Instance.this, () -> real.seen(route, dedupKey, fingerprint));
+    }
+
+    @Override
+    public CompletionStage<Void> remember(String route, String dedupKey, String fingerprint, long confirmedAtMillis, Duration ttl,
+        String source) {
+      return world.passThrough(Instance.this, () -> real.remember(route, dedupKey, fingerprint, confirmedAtMillis, ttl, source));
+    }
+
+    @Override
+    public void close() {
+      // shared by the run's instances; closed by the test
+    }
+  }
 
   /** The real store, each step a numbered call of this instance. */
   private final class Store implements GuardStore {
