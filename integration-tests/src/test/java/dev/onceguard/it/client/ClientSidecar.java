@@ -5,6 +5,7 @@ import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.ops.GuardRuntime;
+import dev.onceguard.proxy.ops.Metrics;
 import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.time.Clock;
@@ -52,6 +53,7 @@ final class ClientSidecar implements AutoCloseable {
   private final Db probe;
   private GuardRuntime runtime;
   private Sidecar sidecar;
+  private Metrics metrics;
 
   /**
    * @param routes the YAML list items under {@code routes:} (indented by two spaces)
@@ -123,6 +125,18 @@ final class ClientSidecar implements AutoCloseable {
     return "127.0.0.1:" + sidecar.grpcPort();
   }
 
+  /**
+   * The guard's metrics as {@code GET /metrics} renders them ({@link GuardRuntime#registerMetrics},
+   * registered on first use). Thread-safe.
+   */
+  synchronized String scrape() {
+    if (metrics == null) {
+      metrics = new Metrics();
+      runtime.registerMetrics(metrics);
+    }
+    return metrics.scrape();
+  }
+
   /** Final verdicts of the Kafka path so far, by {@code topic/partition@offset}. */
   Map<String, List<Verdict>> verdicts() {
     return Map.copyOf(verdicts);
@@ -191,6 +205,11 @@ final class ClientSidecar implements AutoCloseable {
         }
       } finally {
         try {
+          synchronized (this) {
+            if (metrics != null) {
+              metrics.close();
+            }
+          }
           probe.execute("DROP DATABASE IF EXISTS " + database);
         } finally {
           probe.close();

@@ -25,7 +25,11 @@ import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.SubmitRequest;
 import dev.onceguard.v1.SubmitResponse;
 import dev.onceguard.v1.Verdict;
+import com.google.protobuf.Any;
+import com.google.rpc.RetryInfo;
+import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -35,6 +39,10 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
@@ -42,13 +50,30 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * Verdicts are response data; transient conditions are status codes — {@code ABORTED} for an
  * entity that is busy or not yet in a from-state, or a store transaction that lost a race (retry
  * the call), {@code UNAVAILABLE} for a store outage, {@code INVALID_ARGUMENT} for an unknown route,
- * {@code NOT_FOUND} for an unknown or expired claim token.
+ * {@code NOT_FOUND} for an unknown or expired claim token, {@code RESOURCE_EXHAUSTED} for a call
+ * beyond the bound of calls in flight.
+ *
+ * <p><b>Admission.</b> At most {@link #callBound} Submit and Explain calls are in flight at once,
+ * and as many Complete calls (a bound of their own, so that a flood of Submits cannot keep the
+ * accepted claims from being completed within their leases). A call beyond its bound is answered
+ * {@code RESOURCE_EXHAUSTED} at once, before any store work is queued and without a verdict, with
+ * a retry-after: in the description, as {@code google.rpc.RetryInfo} in the status details, and as
+ * the trailer {@code grpc-retry-pushback-ms} that a gRPC client's retry policy honours. So a store
+ * that slows down makes callers wait instead of piling their calls up in the heap.
  *
  * <p>Claim tokens live in this process only; an unfinished claim expires with its lease: a timer
  * forgets its token at lease end, after which a Submit with the same {@code request_id} takes it
  * over (flagged {@code redelivery}). Thread-safe; handlers never block.
  */
 public final class GuardService extends GuardGrpc.GuardImplBase {
+  /** Calls of each bound in flight per MySQL connection (see {@link #callBound}). */
+  public static final int CALLS_PER_CONNECTION = 64;
+  /** The retry-after of a refused call follows the recent call duration, within these limits. */
+  static final long MIN_RETRY_AFTER_MILLIS = 100;
+  static final long MAX_RETRY_AFTER_MILLIS = 10_000;
+  /** The trailer gRPC clients read a server's retry pushback from (gRFC A6). */
+  static final Metadata.Key<String> RETRY_PUSHBACK_MS = Metadata.Key.of("grpc-retry-pushback-ms", Metadata.ASCII_STRING_MARSHALLER);
+
   private final Guard guard;
   private final Scheduler timer;
   private final Map<String, RouteConfig> routes = new HashMap<>();
@@ -56,16 +81,38 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
   /** Accepted claims by token, until completed or their lease ends. */
   private final Map<String, Outstanding> claims = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
+  private final int bound;
+  /** Submit and Explain calls in flight. */
+  private final Semaphore calls;
+  /** Complete calls in flight. */
+  private final Semaphore completes;
+  private final LongAdder refusedSubmits = new LongAdder();
+  private final LongAdder refusedCompletes = new LongAdder();
+  private final LongAdder refusedExplains = new LongAdder();
+  /** Moving mean of admitted calls' durations, nanoseconds: what a refused caller is asked to wait. */
+  private final AtomicLong meanCallNanos = new AtomicLong();
 
   /** A claim awaiting its Complete, and the timer that forgets it when its lease ends. */
   private record Outstanding(Claim claim, CompletableFuture<Void> expiry) {}
 
   /**
-   * Uses, does not own, {@code guard} (and its clock, for leases) and {@code timer} (lease ends).
+   * Uses, does not own, {@code guard} (and its clock, for leases) and {@code timer} (lease ends);
+   * admits {@link #callBound} calls of each kind.
    */
   public GuardService(SidecarConfig config, Guard guard, Scheduler timer) {
+    this(config, guard, timer, callBound(config));
+  }
+
+  /** @param bound Submit and Explain calls in flight at most, and as many Complete calls */
+  GuardService(SidecarConfig config, Guard guard, Scheduler timer, int bound) {
+    if (bound < 1) {
+      throw new IllegalArgumentException("bound must be at least 1: " + bound);
+    }
     this.guard = guard;
     this.timer = timer;
+    this.bound = bound;
+    this.calls = new Semaphore(bound);
+    this.completes = new Semaphore(bound);
     for (RouteConfig r : config.routes()) {
       routes.put(r.name(), r);
       extractors.put(r.name(), new Extractor(r, r.machine() == null ? null : config.machines().get(r.machine())));
@@ -79,6 +126,13 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       out.onError(Status.INVALID_ARGUMENT.withDescription("unknown route '" + req.getRoute() + "' (configured: " + routes.keySet() + ")").asRuntimeException());
       return;
     }
+    StreamObserver<SubmitResponse> admitted = admit(calls, refusedSubmits, "Submit", out);
+    if (admitted != null) {
+      answering(admitted, () -> submitAdmitted(route, req, admitted));
+    }
+  }
+
+  private void submitAdmitted(RouteConfig route, SubmitRequest req, StreamObserver<SubmitResponse> out) {
     RecordHeaders hs = new RecordHeaders();
     for (Header h : req.getHeadersList()) {
       hs.add(h.getKey(), h.hasValue() ? h.getValue().toByteArray() : null);
@@ -137,6 +191,13 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       out.onError(Status.INVALID_ARGUMENT.withDescription("outcome must be OK or REJECT").asRuntimeException());
       return;
     }
+    StreamObserver<CompleteResponse> admitted = admit(completes, refusedCompletes, "Complete", out);
+    if (admitted != null) {
+      answering(admitted, () -> completeAdmitted(req, admitted));
+    }
+  }
+
+  private void completeAdmitted(CompleteRequest req, StreamObserver<CompleteResponse> out) {
     String token = req.getClaimToken();
     Outstanding o = claims.remove(token);
     if (o == null) {
@@ -197,6 +258,113 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     return claims.size();
   }
 
+  /**
+   * Calls of each bound in flight at most for a process with {@code config}'s MySQL pool:
+   * {@value #CALLS_PER_CONNECTION} per connection (512 for the default pool of 8, as many as a
+   * route's default {@code max-in-flight}). Each admitted call has at most one store step queued
+   * at a time.
+   */
+  public static int callBound(SidecarConfig config) {
+    return CALLS_PER_CONNECTION * config.mysql().poolSize();
+  }
+
+  /** The bound of each kind of call in flight (Submit and Explain; Complete). */
+  public int bound() {
+    return bound;
+  }
+
+  /** Calls admitted and not answered yet, every kind. */
+  public int inFlight() {
+    return 2 * bound - calls.availablePermits() - completes.availablePermits();
+  }
+
+  /** Calls answered {@code RESOURCE_EXHAUSTED} so far: Submit, Complete, Explain. */
+  public long[] refusedCalls() {
+    return new long[] {refusedSubmits.sum(), refusedCompletes.sum(), refusedExplains.sum()};
+  }
+
+  /**
+   * Takes a slot of {@code slots} for a call: the observer to answer through, which frees the
+   * slot with the answer; or {@code null} when every slot is taken, after answering
+   * {@code RESOURCE_EXHAUSTED} with a retry-after.
+   */
+  private <T> StreamObserver<T> admit(Semaphore slots, LongAdder refused, String method, StreamObserver<T> out) {
+    if (slots.tryAcquire()) {
+      return new Admitted<>(out, slots, System.nanoTime());
+    }
+    refused.increment();
+    long ms = retryAfterMillis();
+    String why = method + " refused: " + bound + " calls are in flight already (the store is slower than the calls arrive);"
+        + " retry after " + ms + " ms";
+    Metadata trailers = new Metadata();
+    trailers.put(RETRY_PUSHBACK_MS, Long.toString(ms));
+    com.google.rpc.Status status = com.google.rpc.Status.newBuilder().setCode(Status.Code.RESOURCE_EXHAUSTED.value()).setMessage(why)
+        .addDetails(Any.pack(RetryInfo.newBuilder().setRetryDelay(com.google.protobuf.Duration.newBuilder()
+            .setSeconds(ms / 1000).setNanos((int) (ms % 1000) * 1_000_000)).build()))
+        .build();
+    out.onError(StatusProto.toStatusRuntimeException(status, trailers));
+    return null;
+  }
+
+  /** About one call's recent duration: by then, the calls in flight now have been answered. */
+  long retryAfterMillis() {
+    long ms = meanCallNanos.get() / 1_000_000;
+    return Math.max(MIN_RETRY_AFTER_MILLIS, Math.min(MAX_RETRY_AFTER_MILLIS, ms));
+  }
+
+  /** Runs a handler's body; a bug that throws still answers the call (and frees its slot). */
+  private static <T> void answering(StreamObserver<T> out, Runnable body) {
+    try {
+      body.run();
+    } catch (RuntimeException e) {
+      out.onError(Status.INTERNAL.withDescription(e.toString()).withCause(e).asRuntimeException());
+    }
+  }
+
+  /** An admitted call's observer: its answer frees the call's slot, once, and feeds the mean duration. */
+  private final class Admitted<T> implements StreamObserver<T> {
+    private final StreamObserver<T> out;
+    private final Semaphore slots;
+    private final long started;
+    private final AtomicBoolean freed = new AtomicBoolean();
+
+    Admitted(StreamObserver<T> out, Semaphore slots, long started) {
+      this.out = out;
+      this.slots = slots;
+      this.started = started;
+    }
+
+    private void free() {
+      if (freed.compareAndSet(false, true)) {
+        long took = System.nanoTime() - started;
+        meanCallNanos.getAndUpdate(m -> m + (took - m) / 8);
+        slots.release();
+      }
+    }
+
+    @Override
+    public void onNext(T value) {
+      try {
+        out.onNext(value);
+      } catch (RuntimeException e) {
+        free();
+        throw e;
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      free();
+      out.onError(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      free();
+      out.onCompleted();
+    }
+  }
+
   @Override
   public void explain(ExplainRequest req, StreamObserver<ExplainResponse> out) {
     RouteConfig route = routes.get(req.getRoute());
@@ -208,6 +376,13 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       out.onError(Status.INVALID_ARGUMENT.withDescription("give a dedup_key or an entity_id").asRuntimeException());
       return;
     }
+    StreamObserver<ExplainResponse> admitted = admit(calls, refusedExplains, "Explain", out);
+    if (admitted != null) {
+      answering(admitted, () -> explainAdmitted(route, req, admitted));
+    }
+  }
+
+  private void explainAdmitted(RouteConfig route, ExplainRequest req, StreamObserver<ExplainResponse> out) {
     String key = req.hasDedupKey() ? req.getDedupKey() : null;
     String entity = req.hasEntityId() ? req.getEntityId() : null;
     guard.explain(route, key, entity, (int) req.getLimit()).whenComplete((r, err) -> {

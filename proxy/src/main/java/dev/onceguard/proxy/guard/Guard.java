@@ -59,6 +59,8 @@ public final class Guard implements AutoCloseable {
   static final long API_CLAIM_EXPIRY_GRACE_MILLIS = 2_000;
   /** DONE rows compared with a record whose transition was applied already. */
   static final int APPLIED_ROWS_LIMIT = 16;
+  /** Decision-log entries in flight at most (see {@link #record}). */
+  public static final int DECISION_LOG_SLOTS = 256;
 
   private final GuardStore store;
   private final IdempotencyCache cache;
@@ -76,7 +78,7 @@ public final class Guard implements AutoCloseable {
    * Bounds decision-log entries in flight (the store writes them in groups on one connection), so
    * a replay storm cannot pile up memory or starve the claims' pool.
    */
-  private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(256);
+  private final java.util.concurrent.Semaphore decisionLogSlots = new java.util.concurrent.Semaphore(DECISION_LOG_SLOTS);
 
   /**
    * @param owner unique per process run (not per pod name: a restarted pod is a new owner)

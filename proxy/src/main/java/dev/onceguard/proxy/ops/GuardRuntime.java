@@ -63,7 +63,7 @@ public final class GuardRuntime implements AutoCloseable {
     this.config = config;
     this.tracing = tracing;
     String owner = config.instanceId() + "/" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()).substring(0, 10);
-    Db d = new Db(config.mysql());
+    Db d = new Db(config.mysql(), storeQueueBound(config));
     try {
       if (config.mysql().migrateOnStart()) {
         int v = new Migrations(d, config.mysql().tablePrefix()).migrate();
@@ -96,6 +96,19 @@ public final class GuardRuntime implements AutoCloseable {
     housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
     this.guardService = new GuardService(config, guard, apiTimer);
     log.info("guard ready: owner {}", owner);
+  }
+
+  /**
+   * Store steps that may wait at once (each of the store's queues holds at most this many): the
+   * worst case of every bounded caller together, so that a step is refused only when a caller's own
+   * bound failed. A pipeline record has at most two steps queued (a lease renewal beside its claim,
+   * confirm or abort), an admitted Guard API call one, the decision log one per slot, housekeeping
+   * one, and a few more for the readiness probe and margin.
+   */
+  static int storeQueueBound(SidecarConfig config) {
+    long records = config.routes().stream().mapToLong(RouteConfig::maxInFlight).sum();
+    long steps = 2 * records + 2L * GuardService.callBound(config) + Guard.DECISION_LOG_SLOTS + config.mysql().poolSize() + 16;
+    return (int) Math.min(Integer.MAX_VALUE, steps);
   }
 
   private void awaitFirstHeartbeat() {
@@ -131,8 +144,8 @@ public final class GuardRuntime implements AutoCloseable {
 
   /**
    * The guard's counters: per route L1 outcomes (and whether L1 is available) and failed writes to
-   * the escalation and verdict topics; for the process, MySQL round trips, claim and confirm groups
-   * and contention retries.
+   * the escalation and verdict topics; for the process, MySQL round trips, claim and confirm groups,
+   * contention retries, queued and refused store steps, and Guard API calls in flight and refused.
    */
   public void registerMetrics(Metrics m) {
     for (RouteConfig rc : config.routes()) {
@@ -162,6 +175,18 @@ public final class GuardRuntime implements AutoCloseable {
     m.counter("onceguard.mysql.confirm.grouped", "confirms written by those transactions", () -> store.groupCounts()[3]);
     m.counter("onceguard.mysql.contention.retries", "store steps run again after a deadlock or lock-wait timeout (not an outage)",
         guard::contentionRetries);
+    m.gauge("onceguard.mysql.queued.steps", "store steps waiting: claims, confirms and decision-log entries waiting for a group,"
+        + " and steps waiting for a connection", store::queuedSteps);
+    m.counter("onceguard.mysql.refused.steps", "store steps refused at a queue's bound (each failed as an outage and was retried"
+        + " by its caller); 0 unless a caller's own bound failed", store::refusedSteps);
+    m.gauge("onceguard.api.in.flight", "Guard API calls admitted and not answered yet (Submit, Explain and Complete)",
+        guardService::inFlight);
+    String[] methods = {"Submit", "Complete", "Explain"};
+    for (int i = 0; i < methods.length; i++) {
+      int k = i;
+      m.counter("onceguard.api.refused.calls", "Guard API calls answered RESOURCE_EXHAUSTED (with a retry-after) because the"
+          + " bound of calls in flight was reached", () -> guardService.refusedCalls()[k], "method", methods[i]);
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.onceguard.proxy.store;
 
+import dev.onceguard.proxy.guard.StoreUnavailableException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +19,8 @@ import java.util.function.Function;
  * with an error {@code alone} accepts (one bad item must not fail the others: a value the database
  * refuses, say) runs again item by item, each in a group of one, so each item gets its own result
  * or error; any other failure (a lost race that is retried anyway) fails each item with that error.
+ * At most {@code maxQueued} items wait: an item beyond fails at once with
+ * {@link StoreUnavailableException} (the store is saturated; the caller retries it as an outage).
  * Thread-safe; results are completed outside the lock, on whichever thread completed the group's
  * stage.
  *
@@ -27,16 +30,20 @@ import java.util.function.Function;
 final class CommitGroups<T, R> {
   private final int maxGroups;
   private final int maxSize;
+  private final int maxQueued;
   private final Function<List<T>, CompletionStage<List<R>>> run;
   private final java.util.function.Predicate<Throwable> alone;
   private final ArrayDeque<Waiting<T, R>> queue = new ArrayDeque<>();
   private int running;
   private long groups;
   private long items;
+  private long refused;
 
   private record Waiting<T, R>(T item, CompletableFuture<R> result) {}
 
   /**
+   * Without a bound on the items waiting, and no failure retried item by item (tests).
+   *
    * @param maxGroups groups running at once (each holds one database connection)
    * @param maxSize items in one group at most
    */
@@ -44,16 +51,25 @@ final class CommitGroups<T, R> {
     this(maxGroups, maxSize, run, e -> false);
   }
 
-  /**
-   * @param alone which failures of a group of several are retried item by item
-   */
+  /** Without a bound on the items waiting (tests). */
   CommitGroups(int maxGroups, int maxSize, Function<List<T>, CompletionStage<List<R>>> run,
       java.util.function.Predicate<Throwable> alone) {
-    if (maxGroups < 1 || maxSize < 1) {
-      throw new IllegalArgumentException("maxGroups and maxSize must be at least 1: " + maxGroups + ", " + maxSize);
+    this(maxGroups, maxSize, Integer.MAX_VALUE, run, alone);
+  }
+
+  /**
+   * @param maxQueued items that may wait for a slot at most
+   * @param alone which failures of a group of several are retried item by item
+   */
+  CommitGroups(int maxGroups, int maxSize, int maxQueued, Function<List<T>, CompletionStage<List<R>>> run,
+      java.util.function.Predicate<Throwable> alone) {
+    if (maxGroups < 1 || maxSize < 1 || maxQueued < 1) {
+      throw new IllegalArgumentException("maxGroups, maxSize and maxQueued must be at least 1: " + maxGroups + ", " + maxSize
+          + ", " + maxQueued);
     }
     this.maxGroups = maxGroups;
     this.maxSize = maxSize;
+    this.maxQueued = maxQueued;
     this.run = run;
     this.alone = alone;
   }
@@ -62,6 +78,12 @@ final class CommitGroups<T, R> {
     CompletableFuture<R> result = new CompletableFuture<>();
     List<Waiting<T, R>> group = null;
     synchronized (this) {
+      if (queue.size() >= maxQueued) {
+        refused++;
+        result.completeExceptionally(new StoreUnavailableException("MySQL store saturated: " + queue.size()
+            + " items already wait for a group; retry later", null));
+        return result;
+      }
       queue.add(new Waiting<>(item, result));
       if (running < maxGroups) {
         running++;
@@ -77,6 +99,16 @@ final class CommitGroups<T, R> {
   /** Groups run so far and the items they held: their ratio is the mean group size. */
   synchronized long[] counts() {
     return new long[] {groups, items};
+  }
+
+  /** Items waiting for a slot now. */
+  synchronized int queued() {
+    return queue.size();
+  }
+
+  /** Items refused so far because {@code maxQueued} were waiting. */
+  synchronized long refused() {
+    return refused;
   }
 
   private List<Waiting<T, R>> take() {

@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -39,6 +38,13 @@ import java.util.concurrent.atomic.LongAdder;
  * from and no validation query per use. Work must not wait for other work of the same {@code Db}
  * (every worker could be waiting). Expensive; one per sidecar.
  *
+ * <p><b>Bounded.</b> At most {@link #queueBound()} units of work wait for a worker, and
+ * {@link #CONTROL_QUEUE_BOUND} for the control connection; work beyond either fails at once with
+ * {@link StoreUnavailableException} (and is counted, {@link #refused()}) instead of piling up in
+ * the heap while MySQL is slow. The callers bound their own work first (the pipeline its records in
+ * flight, the Guard API its calls in flight), and the sidecar sizes the queue for all of them, so
+ * the bound is a backstop that a caller reaches only when its own bound failed.
+ *
  * <p>Why JDBC on threads and not a reactive driver: the guard's steps are short dependent
  * statements; measured on this project's bench, the same claim statements took about half the
  * latency through blocking JDBC that they took through r2dbc-mysql, whose event-loop threads
@@ -52,6 +58,13 @@ public final class Db implements AutoCloseable {
   static final Duration WORK_TIMEOUT = Duration.ofSeconds(15);
   /** A connection idle this long is pinged before use: the server or a proxy may have dropped it. */
   private static final long IDLE_CHECK_NANOS = TimeUnit.SECONDS.toNanos(30);
+  /** Units of work queued per worker connection by default (tools and tests; the sidecar sizes its own). */
+  static final int DEFAULT_QUEUE_PER_CONNECTION = 256;
+  /**
+   * Heartbeats queued for the control connection at most: one runs every second, and while a hung
+   * server holds one for the socket timeout, the rest would pile up.
+   */
+  static final int CONTROL_QUEUE_BOUND = 8;
 
   private final JdbcTarget target;
   private final ThreadPoolExecutor workers;
@@ -60,6 +73,9 @@ public final class Db implements AutoCloseable {
    * workers, a heartbeat would arrive late and make a busy process look dead.
    */
   private final ThreadPoolExecutor control;
+  private final int queueBound;
+  /** Work refused at a queue bound. */
+  private final LongAdder refused = new LongAdder();
   /** Statements sent, BEGIN/COMMIT/ROLLBACK included: the round trips the guard costs. */
   private static final LongAdder ROUND_TRIPS = new LongAdder();
 
@@ -80,16 +96,44 @@ public final class Db implements AutoCloseable {
     T read(ResultSet r) throws SQLException;
   }
 
+  /** With {@value #DEFAULT_QUEUE_PER_CONNECTION} queued units of work per connection at most. */
   public Db(MysqlConfig cfg) {
-    this.target = JdbcTarget.of(cfg, WORK_TIMEOUT);
-    this.workers = executor("onceguard-mysql-", cfg.poolSize());
-    this.control = executor("onceguard-mysql-control-", 1);
+    this(cfg, DEFAULT_QUEUE_PER_CONNECTION * cfg.poolSize());
   }
 
-  private ThreadPoolExecutor executor(String name, int threads) {
+  /**
+   * @param queueBound units of work that may wait for a worker; more fail at once with
+   *     {@link StoreUnavailableException}
+   */
+  public Db(MysqlConfig cfg, int queueBound) {
+    if (queueBound < 1) {
+      throw new IllegalArgumentException("queueBound must be at least 1: " + queueBound);
+    }
+    this.target = JdbcTarget.of(cfg, WORK_TIMEOUT);
+    this.queueBound = queueBound;
+    this.workers = executor("onceguard-mysql-", cfg.poolSize(), queueBound);
+    this.control = executor("onceguard-mysql-control-", 1, CONTROL_QUEUE_BOUND);
+  }
+
+  private ThreadPoolExecutor executor(String name, int threads, int queued) {
     AtomicInteger n = new AtomicInteger();
-    return new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
+    return new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(queued),
         r -> new Worker(r, name + n.incrementAndGet()));
+  }
+
+  /** Units of work that may wait for a worker at most. */
+  public int queueBound() {
+    return queueBound;
+  }
+
+  /** Units of work waiting for a worker now (the control connection's not included). */
+  public int queued() {
+    return workers.getQueue().size();
+  }
+
+  /** Units of work refused so far because their queue was at its bound. */
+  public long refused() {
+    return refused.sum();
   }
 
   /** A thread that owns one connection, opened on first use and again after a failure. */
@@ -240,12 +284,18 @@ public final class Db implements AutoCloseable {
     return blocking(c -> update(c, sql, args));
   }
 
-  private <T> CompletableFuture<T> submit(ExecutorService pool, Work<T> work) {
+  private <T> CompletableFuture<T> submit(ThreadPoolExecutor pool, Work<T> work) {
     Task<T> task = new Task<>(work);
     try {
       pool.execute(task);
     } catch (RejectedExecutionException e) {
-      task.abandon();
+      if (pool.isShutdown()) {
+        task.abandon();
+      } else {
+        refused.increment();
+        task.result.completeExceptionally(new StoreUnavailableException("MySQL store saturated: " + pool.getQueue().size()
+            + " steps already wait for " + pool.getMaximumPoolSize() + " connection(s); retry later", null));
+      }
     }
     return task.result;
   }

@@ -91,11 +91,26 @@ public final class MysqlGuardStore implements GuardStore {
     this.owners = tablePrefix + "owner";
     // a group that failed for any reason but a lost race runs again claim by claim: a record whose
     // values the database refuses (or any other poison) then fails alone, and an outage fails each
-    this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup,
+    // each waiting queue holds at most as many items as the pool's own queue (see Db: a backstop
+    // behind the callers' bounds)
+    this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, db.queueBound(), this::claimGroup,
         e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
-    this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::confirmGroup,
+    this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, db.queueBound(), this::confirmGroup,
         e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
-    this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, this::decisionGroup);
+    this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, db.queueBound(), this::decisionGroup, e -> false);
+  }
+
+  /**
+   * Store steps waiting now: claims, confirms and decision-log entries waiting for a group, and
+   * steps waiting for a connection.
+   */
+  public long queuedSteps() {
+    return (long) claims.queued() + confirms.queued() + decisions.queued() + db.queued();
+  }
+
+  /** Store steps refused so far because their queue was at its bound (each failed as an outage). */
+  public long refusedSteps() {
+    return claims.refused() + confirms.refused() + decisions.refused() + db.refused();
   }
 
   /** With group slots for a pool of {@code poolSize}: a quarter of it each for claims and confirms. */

@@ -19,7 +19,12 @@ import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.HandleResult;
 import dev.onceguard.v1.SubmitRequest;
 import dev.onceguard.v1.SubmitResponse;
+import com.google.rpc.RetryInfo;
+import dev.onceguard.v1.ExplainRequest;
+import dev.onceguard.v1.ExplainResponse;
+import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.protobuf.StatusProto;
 import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.util.Map;
@@ -36,6 +41,10 @@ class GuardServiceTest {
       d -> CompletableFuture.completedFuture(null)), time);
 
   private RecordingObserver<SubmitResponse> submit(String requestId) {
+    return submit(service, requestId);
+  }
+
+  private static RecordingObserver<SubmitResponse> submit(GuardService service, String requestId) {
     RecordingObserver<SubmitResponse> a = new RecordingObserver<>();
     service.submit(SubmitRequest.newBuilder().setRoute("orders").setRequestId(requestId)
         .setValue(ByteString.copyFromUtf8("{\"order_id\":\"o-1\"}")).build(), a);
@@ -43,6 +52,10 @@ class GuardServiceTest {
   }
 
   private RecordingObserver<CompleteResponse> complete(String token, HandleResult.Outcome outcome) {
+    return complete(service, token, outcome);
+  }
+
+  private static RecordingObserver<CompleteResponse> complete(GuardService service, String token, HandleResult.Outcome outcome) {
     RecordingObserver<CompleteResponse> a = new RecordingObserver<>();
     service.complete(CompleteRequest.newBuilder().setClaimToken(token).setOutcome(outcome).build(), a);
     return a;
@@ -146,5 +159,101 @@ class GuardServiceTest {
     assertThat(a.status().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
     assertThat(service.heldClaims()).isZero();
     assertThat(complete(token, HandleResult.Outcome.OK).status().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+  }
+
+  /** A service that admits {@code bound} calls of each kind, on the same store. */
+  private GuardService bounded(int bound) {
+    return new GuardService(config, new Guard(store, IdempotencyCache.DISABLED, Map.of(), time, "owner-1",
+        d -> CompletableFuture.completedFuture(null)), time, bound);
+  }
+
+  /** The store holds the next claims until the test completes them. */
+  private CompletableFuture<ClaimOutcome> heldClaim() {
+    CompletableFuture<ClaimOutcome> f = new CompletableFuture<>();
+    store.claimAnswers.add(f);
+    return f;
+  }
+
+  private static ClaimOutcome claimed() {
+    return new ClaimOutcome.Claimed(null, 1_000 + LEASE.toMillis(), 1, false);
+  }
+
+  @Test
+  void submit_beyondTheBoundOfCallsInFlight_answersResourceExhaustedWithARetryAfter_beforeAnyStoreWork() {
+    GuardService svc = bounded(2);
+    CompletableFuture<ClaimOutcome> first = heldClaim();
+    heldClaim();
+    RecordingObserver<SubmitResponse> a = submit(svc, "r1");
+    RecordingObserver<SubmitResponse> b = submit(svc, "r2");
+
+    RecordingObserver<SubmitResponse> c = submit(svc, "r3");
+
+    assertThat(c.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(c.values).as("no verdict").isEmpty();
+    assertThat(c.status().getDescription()).isEqualTo("Submit refused: 2 calls are in flight already (the store is slower than"
+        + " the calls arrive); retry after 100 ms");
+    Metadata trailers = Status.trailersFromThrowable(c.error);
+    assertThat(trailers.get(GuardService.RETRY_PUSHBACK_MS)).isEqualTo("100");
+    com.google.rpc.Status details = StatusProto.fromThrowable(c.error);
+    assertThat(details.getDetailsList()).hasSize(1);
+    assertThat(details.getDetails(0).is(RetryInfo.class)).isTrue();
+    assertThat(store.claims).as("the refused call queued no store work").hasSize(2);
+    assertThat(svc.inFlight()).isEqualTo(2);
+    assertThat(svc.refusedCalls()).containsExactly(1, 0, 0);
+    assertThat(a.values).isEmpty();
+    assertThat(b.values).isEmpty();
+
+    first.complete(claimed());
+
+    assertThat(a.value().getVerdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(svc.inFlight()).isEqualTo(1);
+    assertThat(submit(svc, "r3").value().getVerdict().getDisposition()).as("admitted once a call was answered")
+        .isEqualTo(Disposition.ACCEPTED);
+  }
+
+  @Test
+  void submit_failedInTheStore_freesItsSlot() {
+    GuardService svc = bounded(1);
+    store.claimAnswers.add(CompletableFuture.failedFuture(new StoreUnavailableException("mysql: connection refused", null)));
+
+    assertThat(submit(svc, "r1").status().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+
+    assertThat(svc.inFlight()).isZero();
+    assertThat(submit(svc, "r2").value().getVerdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
+  @Test
+  void complete_hasABoundOfItsOwn_soSubmitsInFlightCannotKeepAcceptedClaimsFromCompleting() {
+    GuardService svc = bounded(1);
+    String token = submit(svc, "r1").value().getClaimToken();
+    heldClaim();
+    submit(svc, "r2"); // holds the only Submit slot
+    assertThat(submit(svc, "r3").status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    RecordingObserver<ExplainResponse> explain = new RecordingObserver<>();
+    svc.explain(ExplainRequest.newBuilder().setRoute("orders").setDedupKey("k").build(), explain);
+    assertThat(explain.status().getCode()).as("Explain shares the Submit bound").isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+
+    assertThat(complete(svc, token, HandleResult.Outcome.OK).value().getVerdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(store.confirmed).hasSize(1);
+    assertThat(svc.refusedCalls()).containsExactly(1, 0, 1);
+  }
+
+  @Test
+  void complete_beyondItsBound_answersResourceExhausted_andTheTokenStaysUsable() {
+    GuardService svc = bounded(1);
+    String first = submit(svc, "r1").value().getClaimToken();
+    String second = submit(svc, "r2").value().getClaimToken();
+    CompletableFuture<Boolean> confirm = new CompletableFuture<>();
+    store.confirmAnswers.add(confirm);
+    RecordingObserver<CompleteResponse> held = complete(svc, first, HandleResult.Outcome.OK);
+
+    RecordingObserver<CompleteResponse> refused = complete(svc, second, HandleResult.Outcome.OK);
+
+    assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(refused.status().getDescription()).startsWith("Complete refused: 1 calls are in flight already");
+    confirm.complete(true);
+    assertThat(held.value().getVerdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(complete(svc, second, HandleResult.Outcome.OK).value().getVerdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(store.confirmed).hasSize(2);
   }
 }

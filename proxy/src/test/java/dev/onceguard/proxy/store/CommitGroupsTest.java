@@ -3,6 +3,7 @@ package dev.onceguard.proxy.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.onceguard.proxy.guard.StoreUnavailableException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -174,6 +175,36 @@ class CommitGroupsTest {
     assertThat(runs).containsExactly(List.of(0), List.of(1, 2));
     assertThatThrownBy(a::get).hasCauseInstanceOf(IllegalStateException.class);
     assertThatThrownBy(b::get).hasCauseInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void atItsQueueBound_anItemFailsAtOnceAsAnOutage_andTheWaitingOnesStillRun() throws Exception {
+    CommitGroups<Integer, String> g = new CommitGroups<>(1, 32, 3, items -> {
+      started.add(List.copyOf(items));
+      CompletableFuture<List<String>> f = new CompletableFuture<>();
+      running.add(f);
+      return f;
+    }, e -> false);
+    List<CompletableFuture<String>> out = new ArrayList<>();
+    for (int i = 1; i <= 5; i++) {
+      out.add(g.submit(i));
+    }
+
+    // 1 runs, 2..4 wait (the bound), 5 is refused without waiting
+    assertThat(g.queued()).isEqualTo(3);
+    assertThat(out.get(4)).isCompletedExceptionally();
+    assertThatThrownBy(() -> out.get(4).get()).cause().isInstanceOf(StoreUnavailableException.class)
+        .hasMessageContaining("saturated").hasMessageContaining("3 items already wait");
+    assertThat(g.refused()).isEqualTo(1);
+    finish(0);
+    assertThat(started).containsExactly(List.of(1), List.of(2, 3, 4));
+    finish(1);
+    for (int i = 0; i < 4; i++) {
+      assertThat(out.get(i).get()).isEqualTo("r" + (i + 1));
+    }
+    assertThat(g.queued()).isZero();
+    assertThat(g.submit(6)).isNotDone(); // room again
+    assertThat(started).hasSize(3);
   }
 
   @Test
