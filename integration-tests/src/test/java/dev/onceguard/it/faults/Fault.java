@@ -20,7 +20,7 @@ enum Fault {
 
   /** The calls of the model, and which faults each can meet. */
   enum Call {
-    CLAIM, TAKE_OVER, RELEASE_API, APPLIED_ROWS, RENEW, CONFIRM, ABORT, HEARTBEAT, DISPATCH, ESCALATE, VERDICT;
+    CLAIM, TAKE_OVER, RELEASE_API, PENDING_ROWS, APPLIED_ROWS, RENEW, CONFIRM, ABORT, HEARTBEAT, DISPATCH, ESCALATE, VERDICT;
 
     Set<Fault> faults() {
       // a heartbeat's answer carries nothing: losing it is failing it; its only other fault is a

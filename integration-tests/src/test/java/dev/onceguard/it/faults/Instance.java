@@ -187,6 +187,11 @@ final class Instance {
     }
 
     @Override
+    public CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey) {
+      return call(Call.PENDING_ROWS, entityId, () -> real.pendingRows(entityId, pendingKey));
+    }
+
+    @Override
     public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
       return call(Call.APPLIED_ROWS, entityId + " " + event, () -> real.appliedRows(entityId, event, fingerprint, limit));
     }

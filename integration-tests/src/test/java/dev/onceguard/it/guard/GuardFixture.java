@@ -194,6 +194,11 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
+    public CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey) {
+      return d.pendingRows(entityId, pendingKey);
+    }
+
+    @Override
     public CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis) {
       return d.releaseAbandonedApiClaim(machine, entityId, pendingKey, graceMillis);
     }

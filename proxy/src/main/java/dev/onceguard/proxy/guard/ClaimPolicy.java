@@ -141,6 +141,25 @@ final class ClaimPolicy {
     return classify(a, entity);
   }
 
+  /**
+   * The entity is held by a claim whose lease ended and which is not an abandoned Guard API claim;
+   * {@code rows} are the PENDING ledger rows under its key. If it is this very Kafka record's claim
+   * (same route and source coordinates), made under another dedup key (the business key changed
+   * across a restart) by an owner that is gone, it is taken over: the record goes on under that
+   * claim's key, flagged, since the business may have seen it. Otherwise the machine decides.
+   */
+  static Decision onExpiredPending(Attempt a, EntityRow entity, List<LedgerRow> rows) {
+    if (a.fromKafka() && rows.size() == 1) {
+      LedgerRow r = rows.get(0);
+      boolean thisRecord = r.route().equals(a.route()) && r.sourceTopic().equals(a.source().topic())
+          && r.sourcePartition() == a.source().partition() && r.sourceOffset() == a.source().offset();
+      if (thisRecord && !r.live()) {
+        return new TakeOver(r, false);
+      }
+    }
+    return classify(a, entity);
+  }
+
   /** The machine's view of a lost CAS, once any expired claim on the entity was dealt with. */
   static Decision classify(Attempt a, EntityRow entity) {
     EventConfig ev = a.event();

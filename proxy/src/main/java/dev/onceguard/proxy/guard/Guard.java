@@ -140,8 +140,8 @@ public final class Guard implements AutoCloseable {
     return retryingContention(() -> store.claim(cmd), 1)
         .thenCompose(o -> settle(a, cmd, o, 0))
         .thenApply(r -> {
-          if (r instanceof ClaimResult.Accepted) {
-            active.merge(activeKey, 1, Integer::sum);
+          if (r instanceof ClaimResult.Accepted acc) {
+            active.merge(route.name() + ":" + acc.claim().dedupKey(), 1, Integer::sum);
           }
           return r;
         });
@@ -180,7 +180,10 @@ public final class Guard implements AutoCloseable {
                   a.route(), a.extracted().entityId(), r.entity().pendingKey(), r.entity().pendingOverdueMillis());
               return again(a, cmd, races, "an abandoned API claim was released");
             }
-            return decide(a, cmd, ClaimPolicy.classify(a, r.entity()), races);
+            // not an API claim: if it is this very record's, claimed under an earlier business key
+            // by an owner that is gone, it is taken over by its source coordinates
+            return retryingContention(() -> store.pendingRows(a.extracted().entityId(), r.entity().pendingKey()), 1)
+                .thenCompose(rows -> decide(a, cmd, ClaimPolicy.onExpiredPending(a, r.entity(), rows), races));
           });
     }
     if (d instanceof ClaimPolicy.CompareApplied c) {
@@ -205,7 +208,7 @@ public final class Guard implements AutoCloseable {
   private static ClaimResult accepted(ClaimPolicy.Attempt a, ClaimCommand cmd, ClaimOutcome.Claimed c) {
     ExtractedEvent e = a.extracted();
     EventConfig ev = a.event();
-    Claim claim = new Claim(a.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(),
+    Claim claim = new Claim(a.route(), c.dedupKey() != null ? c.dedupKey() : e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(),
         c.fromState(), ev == null ? null : ev.to(), a.owner(), c.leaseUntilMillis(), c.attempts(), c.takenOver(), a.source());
     Verdict v = Verdicts.of(a.verdict(), Disposition.ACCEPTED, ev == null ? Layer.LEDGER : Layer.STATE_MACHINE, Reason.NONE,
         c.takenOver() ? "claimed again after an earlier owner or a rejection (attempt " + c.attempts() + ")" : "");

@@ -15,8 +15,15 @@ public sealed interface ClaimOutcome {
    *     authoritative end in database time, and the estimate is never later than it when clocks agree)
    * @param attempts how many times the ledger row has been claimed, this claim included
    * @param takenOver the row was claimed before (an expired or abandoned claim, or a rejected record)
+   * @param dedupKey the claimed row's dedup key when it is not the command's (an orphaned claim of
+   *     the same record made under an earlier business key); {@code null}: the command's
    */
-  record Claimed(String fromState, long leaseUntilMillis, int attempts, boolean takenOver) implements ClaimOutcome {}
+  record Claimed(String fromState, long leaseUntilMillis, int attempts, boolean takenOver, String dedupKey) implements ClaimOutcome {
+    /** A claim of the command's own dedup key. */
+    public Claimed(String fromState, long leaseUntilMillis, int attempts, boolean takenOver) {
+      this(fromState, leaseUntilMillis, attempts, takenOver, null);
+    }
+  }
 
   /** The (route, dedup key) row exists already; nothing was written. */
   record LedgerConflict(LedgerRow row) implements ClaimOutcome {}

@@ -46,7 +46,8 @@ public interface GuardStore extends AutoCloseable {
   /**
    * Takes {@code row} over for {@code cmd}: a PENDING row whose claim is not live (or, with
    * {@code force}, one of this owner's own abandoned attempts), fenced on its owner and attempt so
-   * that one contender wins; or a REJECTED row, which is claimed again like a fresh record (the CAS
+   * that one contender wins (the row is found by its own dedup key, which is not the command's when
+   * it is an orphaned claim of the same record made under an earlier business key); or a REJECTED row, which is claimed again like a fresh record (the CAS
    * included). Answers {@link ClaimOutcome.Claimed}, {@link ClaimOutcome.CasLost} or
    * {@link ClaimOutcome.Retry} (the row changed meanwhile).
    */
@@ -59,6 +60,12 @@ public interface GuardStore extends AutoCloseable {
    * redelivery.
    */
   CompletionStage<Boolean> releaseAbandonedApiClaim(String machine, String entityId, String pendingKey, long graceMillis);
+
+  /**
+   * The PENDING ledger rows of {@code entityId} under {@code pendingKey} (any route), with their
+   * liveness by the database's clock: who holds an entity whose pending claim's lease ended.
+   */
+  CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey);
 
   /**
    * The DONE ledger rows of one entity and event (any route), the ones with {@code fingerprint}

@@ -490,6 +490,9 @@ public final class MysqlGuardStore implements GuardStore {
   private ClaimOutcome takeOverPending(Connection c, ClaimCommand cmd, LedgerRow row, boolean force) throws SQLException {
     ExtractedEvent e = cmd.extracted();
     long until = cmd.nowMillis() + cmd.leaseMillis();
+    // an orphaned claim of this record under an earlier business key keeps its key, business key
+    // and fingerprint: they are what the business was sent under that key
+    boolean sameKey = row.dedupKey().equals(e.dedupKey());
     return Db.atomically(c, cmd.machine() != null, x -> {
       long n = Db.update(x,
           // the record's business key and fingerprint as read now: a takeover of this very record
@@ -499,16 +502,17 @@ public final class MysqlGuardStore implements GuardStore {
               + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
               + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
               + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
-          cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(), e.businessKey(),
-          e.fingerprint(), cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force);
+          cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
+          sameKey ? e.businessKey() : row.businessKey(), sameKey ? e.fingerprint() : row.fingerprint(), cmd.route(), row.dedupKey(),
+          row.owner(), row.attempts(), force);
       if (n != 1) {
         return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
       }
       if (cmd.machine() != null) {
         Db.update(x, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-            cmd.leaseMillis(), cmd.machine(), e.entityId(), e.dedupKey());
+            cmd.leaseMillis(), cmd.machine(), e.entityId(), row.dedupKey());
       }
-      return new ClaimOutcome.Claimed(row.fromState(), until, row.attempts() + 1, true);
+      return new ClaimOutcome.Claimed(row.fromState(), until, row.attempts() + 1, true, sameKey ? null : row.dedupKey());
     });
   }
 
@@ -541,6 +545,14 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   private record PendingRow(String route, String owner, int attempts, int partition, Long overdueMillis) {}
+
+  @Override
+  public CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey) {
+    return db.autocommit(c -> Db.query(c,
+        "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+            + " WHERE l.entity_id = ? AND l.dedup_key = ? AND l.status = 'PENDING'",
+        MysqlGuardStore::ledgerRow, entityId, pendingKey));
+  }
 
   @Override
   public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {

@@ -51,6 +51,11 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
+  public CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey) {
+    return CompletableFuture.completedFuture(List.of());
+  }
+
+  @Override
   public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
     return CompletableFuture.completedFuture(List.of());
   }

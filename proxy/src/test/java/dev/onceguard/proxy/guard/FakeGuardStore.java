@@ -168,6 +168,11 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
+  public CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey) {
+    return CompletableFuture.completedFuture(List.of());
+  }
+
+  @Override
   public synchronized CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
     calls.add("appliedRows " + entityId + " " + event + " limit=" + limit);
     return next(appliedRows, fingerprint, List::of);
