@@ -118,6 +118,37 @@ class AdminCliIT {
   }
 
   @Test
+  void resetEntity_releaseOrphan_freesAClaimWhoseOwnerIsGone_neverALiveOne() throws Exception {
+    // a sidecar holding 'deliver' of this entity dies, and its route is removed from the
+    // configuration: nothing will ever redeliver that record, and the entity stays busy
+    Guard gone = fx.guard("gone-" + SUFFIX);
+    gone.heartbeat().toCompletableFuture().join();
+    String id = GuardIT.orderIn(gone, "shipped");
+    ClaimResult orphan = GuardIT.claim(gone, "orders", GuardIT.order(id, "deliver"), GuardIT.src());
+    String key = ((ClaimResult.Accepted) orphan).claim().dedupKey();
+
+    Run live = cli("reset-entity", "--route", "orders", "--entity", id, "--state", "delivered", "--reason", "x", "--release-orphan");
+    assertThat(live.code()).as("its owner still heartbeats: never released").isEqualTo(3);
+    assertThat(live.err()).contains("owner is alive");
+
+    fx.update("UPDATE og_owner SET alive_until = alive_until - 60000 WHERE owner = ?", "gone-" + SUFFIX);
+    Run refused = cli("reset-entity", "--route", "orders", "--entity", id, "--state", "delivered", "--reason", "x");
+    assertThat(refused.code()).isEqualTo(3);
+    assertThat(refused.err()).contains("orphaned").contains("--release-orphan");
+
+    Run released = cli("reset-entity", "--route", "orders", "--entity", id, "--state", "delivered", "--reason", "route removed",
+        "--release-orphan");
+    assertThat(released.code()).as(released.err()).isZero();
+    assertThat(released.out()).contains("released the orphaned claim " + key);
+    assertThat(fx.string("SELECT CONCAT(state, '/', COALESCE(pending_key, '-')) FROM og_entity WHERE machine = 'order' AND entity_id = ?", id))
+        .isEqualTo("delivered/-");
+    assertThat(fx.string("SELECT status FROM og_ledger WHERE dedup_key = ?", key)).as("kept, so a later delivery is flagged")
+        .isEqualTo("REJECTED");
+    assertThat(fx.string("SELECT detail FROM og_decision WHERE entity_id = ? AND reason = 'OPERATOR_RESET'", id))
+        .contains("released the orphaned claim");
+  }
+
+  @Test
   void redrive_producesTheChosenEscalationsToTheirOriginalTopic_withoutOnceGuardHeaders() throws Exception {
     kafka.createTopicNamed(SOURCE, 1);
     kafka.createTopicNamed(ESCALATIONS, 1);

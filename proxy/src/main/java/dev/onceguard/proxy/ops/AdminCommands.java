@@ -143,6 +143,11 @@ final class AdminCommands {
     @Option(names = "--reason", required = true, paramLabel = "TEXT", description = "Why (kept in the decision log with the user name).")
     String reason;
 
+    @Option(names = "--release-orphan", description = "If the transition in flight is orphaned (its lease ended or its owner is gone,"
+        + " e.g. its route was removed), release it first: its ledger row is kept as REJECTED, so a later delivery of it is flagged"
+        + " as a redelivery. A live claim is never released.")
+    boolean releaseOrphan;
+
     @Override
     int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) {
       RouteConfig r;
@@ -165,14 +170,20 @@ final class AdminCommands {
           .setLayer(Layer.OPERATOR).setReason(Reason.OPERATOR_RESET)
           .setDetail("reset-entity by " + who + " to '" + state + "': " + reason).build();
       try (MysqlGuardStore store = new MysqlGuardStore(new Db(cfg.mysql()), cfg.mysql().tablePrefix())) {
-        ResetOutcome o = store.resetEntity(r.machine(), entity, state, audit, System.currentTimeMillis());
+        ResetOutcome o = store.resetEntity(r.machine(), entity, state, audit, System.currentTimeMillis(), releaseOrphan);
         if (o instanceof ResetOutcome.Busy b) {
-          err.printf(Locale.ROOT, "refused: entity %s/%s has a transition in flight (pending key %s); nothing was changed. Let it finish"
-              + " (explain --entity shows it) and run this again.%n", r.machine(), entity, b.pendingKey());
+          err.printf(Locale.ROOT, "refused: entity %s/%s has a transition in flight (pending key %s); nothing was changed. %s%n",
+              r.machine(), entity, b.pendingKey(), b.live()
+                  ? "Its owner is alive and its lease runs: let it finish (explain --entity shows it) and run this again."
+                  : "Its claim is orphaned (lease ended, or its owner is gone): --release-orphan releases it first.");
           err.flush();
           return EXIT_REFUSED;
         }
         ResetOutcome.Reset done = (ResetOutcome.Reset) o;
+        if (done.releasedClaim() != null) {
+          out.printf(Locale.ROOT, "released the orphaned claim %s (kept as REJECTED: a later delivery of it is flagged)%n",
+              done.releasedClaim());
+        }
         out.printf(Locale.ROOT, "entity %s/%s: %s -> '%s' (version %d); recorded in the decision log%n", r.machine(), entity,
             done.previousState() == null ? "created" : "'" + done.previousState() + "' (version " + done.previousVersion() + ")", state,
             done.version());

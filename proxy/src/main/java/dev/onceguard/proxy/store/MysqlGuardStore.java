@@ -801,41 +801,70 @@ public final class MysqlGuardStore implements GuardStore {
 
   /** What {@link #resetEntity} did. */
   public sealed interface ResetOutcome {
-    /** The state was set; {@code previousState} is null if the entity did not exist. */
-    record Reset(String previousState, long previousVersion, long version) implements ResetOutcome {}
+    /**
+     * The state was set; {@code previousState} is null if the entity did not exist;
+     * {@code releasedClaim} is the dedup key of an orphaned claim that was released first, or null.
+     */
+    record Reset(String previousState, long previousVersion, long version, String releasedClaim) implements ResetOutcome {}
 
-    /** A transition is in flight on the entity: nothing was changed. */
-    record Busy(String pendingKey) implements ResetOutcome {}
+    /**
+     * A transition is in flight on the entity: nothing was changed. {@code live}: its claim is held
+     * by an owner that heartbeats and its lease runs (it finishes by itself); otherwise it is
+     * orphaned and {@code releaseOrphan} would release it.
+     */
+    record Busy(String pendingKey, boolean live) implements ResetOutcome {}
   }
 
   /**
    * Sets an entity's state by hand (an operator's repair), unless a transition is in flight on it,
    * and appends {@code audit} to the decision log in the same transaction: the change and its record
    * commit together. The version moves on, so a claim computed against the old state cannot apply.
-   * A missing entity is created in {@code state}. Blocks; for the command line, not the pipeline.
+   * A missing entity is created in {@code state}.
+   *
+   * <p>With {@code releaseOrphan}, a transition in flight whose claim is not live (its lease ended,
+   * or its owner stopped heartbeating: e.g. left behind by a route that was removed) is released
+   * first: its ledger row is kept as REJECTED, so a later delivery of its key is flagged as a
+   * redelivery. A live claim is never released. Blocks; for the command line, not the pipeline.
    */
-  public ResetOutcome resetEntity(String machine, String entityId, String state, Verdict audit, long nowMillis) {
+  public ResetOutcome resetEntity(String machine, String entityId, String state, Verdict audit, long nowMillis, boolean releaseOrphan) {
     return db.blocking(c -> Db.transaction(c, x -> {
       List<EntityRow> rows = Db.query(x, "SELECT state, version, pending_key, NULL FROM " + entity
           + " WHERE machine = ? AND entity_id = ? FOR UPDATE", r -> new EntityRow(r.getString(1), r.getLong(2), r.getString(3), null),
           machine, entityId);
-      ResetOutcome out;
+      String released = null;
+      if (!rows.isEmpty() && rows.get(0).busy()) {
+        String pendingKey = rows.get(0).pendingKey();
+        List<LedgerRow> claims = Db.query(x, "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners
+            + " o ON o.owner = l.owner WHERE l.entity_id = ? AND l.dedup_key = ? AND l.status = 'PENDING' FOR UPDATE",
+            MysqlGuardStore::ledgerRow, entityId, pendingKey);
+        boolean live = claims.stream().anyMatch(LedgerRow::live);
+        if (!releaseOrphan || live) {
+          return new ResetOutcome.Busy(pendingKey, live);
+        }
+        for (LedgerRow l : claims) {
+          Db.update(x, "UPDATE " + ledger + " SET status = 'REJECTED', lease_until = NULL, completed_at = ?"
+              + " WHERE route = ? AND dedup_key = ? AND status = 'PENDING' AND owner <=> ? AND attempts = ?",
+              nowMillis, l.route(), l.dedupKey(), l.owner(), l.attempts());
+        }
+        Db.update(x, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL WHERE machine = ? AND entity_id = ?",
+            machine, entityId);
+        released = pendingKey;
+      }
+      ResetOutcome.Reset done;
       if (rows.isEmpty()) {
         Db.update(x, "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
             + " VALUES (?, ?, ?, NULL, 1, NULL, NULL, ?)", machine, entityId, state, nowMillis);
-        out = new ResetOutcome.Reset(null, 0, 1);
-      } else if (rows.get(0).busy()) {
-        return new ResetOutcome.Busy(rows.get(0).pendingKey());
+        done = new ResetOutcome.Reset(null, 0, 1, null);
       } else {
         EntityRow e = rows.get(0);
         Db.update(x, "UPDATE " + entity + " SET state = ?, prev_state = NULL, version = version + 1, updated_at = ?"
             + " WHERE machine = ? AND entity_id = ?", state, nowMillis, machine, entityId);
-        out = new ResetOutcome.Reset(e.state(), e.version(), e.version() + 1);
+        done = new ResetOutcome.Reset(e.state(), e.version(), e.version() + 1, released);
       }
-      ResetOutcome.Reset done = (ResetOutcome.Reset) out;
-      Verdict v = audit.toBuilder().setCurrentState(state).setCurrentVersion(done.version()).build();
+      Verdict v = audit.toBuilder().setCurrentState(state).setCurrentVersion(done.version())
+          .setDetail(audit.getDetail() + (released == null ? "" : " (released the orphaned claim " + released + ")")).build();
       insertDecisions(x, List.of(new DecisionEntry(v, null, nowMillis)));
-      return out;
+      return done;
     }));
   }
 
