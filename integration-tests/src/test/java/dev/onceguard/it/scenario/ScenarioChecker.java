@@ -50,8 +50,9 @@ final class ScenarioChecker {
      */
     REPLAYS,
     /**
-     * A crash may also lose the ACCEPTED verdict of a record confirmed just before it (the replay
-     * is then a duplicate): every fact accepted at most once.
+     * Processes are killed as well: records are consumed again by other instances; a record that
+     * was confirmed before its verdict was written is answered ACCEPTED again (flagged replayed),
+     * so every fact is still accepted exactly once, and its copy's last verdict is ACCEPTED.
      */
     CRASH
   }

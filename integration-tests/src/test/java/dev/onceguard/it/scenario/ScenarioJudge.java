@@ -81,6 +81,7 @@ final class ScenarioJudge {
     RESEND_NOT_ALREADY_APPLIED("re-send with a changed dedup key but the same content not ignored as ALREADY_APPLIED"),
     LATE_RESEND_NOT_LEDGER_HIT("late re-send (L1 keys gone) not caught by the ledger"),
     NOT_ACCEPTED_ONCE("fact not accepted exactly once (ACCEPTED verdicts on its copies)"),
+    LAST_VERDICT_UNTRUE("the copy that applied a fact has another verdict last (a compacted verdict topic would lose the fact)"),
     DUPLICATE_NOT_IGNORED("injected duplicate not ignored"),
     ENTITY_ROW_COUNT("og_entity row count differs from the lines"),
     ENTITY_MISSING("entity missing in og_entity"),
@@ -385,8 +386,16 @@ final class ScenarioJudge {
           .anyMatch(v -> v.getDisposition() == Disposition.ACCEPTED)).count();
       long ignoredCopies = copies.stream().filter(p -> h.verdicts().getOrDefault(p.coordinates(), List.of()).stream()
           .anyMatch(v -> v.getDisposition() == Disposition.DUPLICATE_IGNORE)).count();
-      if (accepted > 1 || (accepted == 0 && strictness != Strictness.CRASH)) {
+      if (accepted != 1) {
         add(Problem.NOT_ACCEPTED_ONCE, fact + " (" + copies.size() + " copies, " + accepted + " accepted)");
+      }
+      for (Produced p : copies) {
+        List<Verdict> vs = h.verdicts().getOrDefault(p.coordinates(), List.of());
+        if (vs.stream().anyMatch(v -> v.getDisposition() == Disposition.ACCEPTED)
+            && vs.get(vs.size() - 1).getDisposition() != Disposition.ACCEPTED) {
+          add(Problem.LAST_VERDICT_UNTRUE, fact + " at " + p.coordinates() + ": last verdict " + vs.get(vs.size() - 1).getDisposition()
+              + "/" + vs.get(vs.size() - 1).getReason());
+        }
       }
       if (ignoredCopies < copies.size() - 1) {
         add(Problem.DUPLICATE_NOT_IGNORED, fact + " (" + copies.size() + " copies, " + ignoredCopies + " ignored)");

@@ -124,6 +124,18 @@ class ScenarioJudgeTest {
   }
 
   @Test
+  void appliedCopyWhoseLastVerdictIsADuplicate_isReported_evenAfterACrash() {
+    Produced applied = run.first(p -> run.verdicts.getOrDefault(p.coordinates(), List.of()).stream()
+        .anyMatch(v -> v.getDisposition() == Disposition.ACCEPTED));
+    List<Verdict> vs = new java.util.ArrayList<>(run.verdicts.get(applied.coordinates()));
+    // consumed again after a crash and answered as a duplicate of itself
+    vs.add(Verdict.newBuilder().setDisposition(Disposition.DUPLICATE_IGNORE).setReason(Reason.LEDGER_HIT)
+        .setDedupKey(vs.get(0).getDedupKey()).build());
+    run.verdicts.put(applied.coordinates(), vs);
+    assertReports(judge(Strictness.CRASH), Problem.LAST_VERDICT_UNTRUE);
+  }
+
+  @Test
   void ledgerRowLeftPending_isReported() {
     Transition t = run.fullLineTransition("deliver");
     run.replaceLedgerRow(t, r -> new LedgerRow(r.route(), r.dedupKey(), r.businessKey(), r.entityId(), r.event(), r.fromState(),
