@@ -53,10 +53,11 @@ import org.apache.kafka.common.header.Headers;
  * two such records must not become one entity {@code ''} or one dedup key.
  *
  * <p><b>One reading only.</b> JSON read for fields must be strict UTF-8 without duplicate object
- * keys, and a field may not hold an unpaired surrogate escape; otherwise the record is
- * {@link Reason#MALFORMED}. Each of these has more than one reading (a lenient decoder, a
- * first-wins parser, a {@code ?} for the surrogate), so the business could apply another order
- * than the one deduplicated, or two byte strings could share one key.
+ * keys, a header read for a field must appear once, and a field may not hold an unpaired surrogate
+ * escape; otherwise the record is {@link Reason#MALFORMED}. Each of these has more than one reading
+ * (a lenient decoder, a first-wins parser, {@code lastHeader} against the first header, a {@code ?}
+ * for the surrogate), so the business could apply another order than the one deduplicated, or two
+ * byte strings could share one key. Headers no field reads may repeat.
  *
  * <p><b>Fingerprint.</b> With {@code fingerprint} fields configured: their canonical encoding (a
  * missing one is recorded as absent). Otherwise the whole value: JSON objects canonicalised with
@@ -315,8 +316,20 @@ public final class Extractor {
         return wellFormed(f, text(keyJson.at(k.pointer())));
       }
       if (f instanceof FieldSource.Header h) {
-        Header last = headers == null ? null : headers.lastHeader(h.header());
-        return last == null || last.value() == null ? null : utf8(last.value(), "header '" + h.header() + "'");
+        Header only = null;
+        int copies = 0;
+        if (headers != null) {
+          for (Header x : headers.headers(h.header())) {
+            only = x;
+            copies++;
+          }
+        }
+        if (copies > 1) {
+          // Kafka keeps every copy; clients read the first or the last: two readings of one field
+          throw new IOException("header '" + h.header() + "' appears " + copies + " times; field '" + f.name() + "' (" + f.spec()
+              + ") needs exactly one");
+        }
+        return only == null || only.value() == null ? null : utf8(only.value(), "header '" + h.header() + "'");
       }
       return ((FieldSource.Constant) f).value();
     }

@@ -307,11 +307,41 @@ class ExtractorTest {
   // ------------------------------------------------------------------------- field sources
 
   @Test
-  void headerSource_readsTheLastHeaderAsUtf8() {
+  void headerSource_readsTheHeaderAsUtf8() {
     Extractor x = extractor("business-key: [header:order-id]");
-    Headers h = new RecordHeaders().add("order-id", bytes("stale")).add("order-id", bytes("ö-1"));
+    Headers h = new RecordHeaders().add("trace", bytes("t")).add("order-id", bytes("ö-1"));
 
     assertThat(ok(x.extract(null, null, h)).businessKey()).isEqualTo("order-id=ö-1");
+  }
+
+  @Test
+  void headerSource_headerTwice_malformedNamingTheHeader_likeADuplicateJsonKey() {
+    // the business's client may read the first copy where the sidecar would read the last
+    Extractor x = extractor("business-key: [header:order-id]");
+    Headers h = new RecordHeaders().add("order-id", bytes("o-1")).add("order-id", bytes("o-2"));
+
+    Extraction.Failed f = failed(x.extract(null, null, h));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).isEqualTo("header 'order-id' appears 2 times; field 'order-id' (header:order-id) needs exactly one");
+  }
+
+  @Test
+  void eventHeaderTwice_malformedWithTheEntity_evenWhenBothCopiesAgree() {
+    Headers h = new RecordHeaders().add("event-type", bytes("ship")).add("event-type", bytes("ship"));
+
+    Extraction.Failed f = failed(ORDERS.extract(null, bytes(SHIP), h));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).contains("header 'event-type' appears 2 times");
+    assertThat(f.entityId()).isEqualTo("o-1");
+  }
+
+  @Test
+  void repeatedHeaderNoFieldReads_isFine() {
+    Headers h = event("ship").add("trace", bytes("a")).add("trace", bytes("b"));
+
+    assertThat(ok(ORDERS.extract(null, bytes(SHIP), h)).event()).isEqualTo("ship");
   }
 
   @Test
