@@ -46,7 +46,10 @@ import org.apache.kafka.common.header.Headers;
  * field gives its plain value. Several give {@link #canonicalEntityId(List)}: the values joined by
  * {@code |}, each with {@code \} and {@code |} escaped by a backslash, so {@code ("a|b","c")} and
  * {@code ("a","b|c")} stay apart. An id longer than 255 characters does not fit the entity table:
- * {@link Reason#MALFORMED}.
+ * {@link Reason#MALFORMED}. So is an id that ends with a space (U+0020): {@code og_entity.entity_id}
+ * compares with a PAD SPACE collation, under which {@code "o-1 "} and {@code "o-1"} are one row,
+ * while the pipeline orders them as two entities and could run them side by side. Other trailing
+ * whitespace (a tab, a newline) is not padded and stays a distinct id.
  *
  * <p><b>Blank is missing.</b> An entity-id or business-key field that is empty or whitespace only
  * is {@link Reason#MISSING_FIELD}, like an absent one: an empty {@code order_id} names no order, and
@@ -165,6 +168,11 @@ public final class Extractor {
         if (chars > MAX_ENTITY_ID_CHARS) {
           return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") is " + chars
               + " characters long; at most " + MAX_ENTITY_ID_CHARS + " fit og_entity.entity_id", null, null);
+        }
+        if (entityId.endsWith(" ")) {
+          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") ends with a space, which"
+              + " MySQL's PAD SPACE collation of og_entity.entity_id ignores: it would share one entity row with the id"
+              + " without the trailing spaces, yet be ordered apart from it", null, null);
         }
       }
       if (route.event() != null) {
