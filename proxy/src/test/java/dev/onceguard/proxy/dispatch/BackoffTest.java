@@ -90,6 +90,9 @@ class BackoffTest {
     ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(Backoff.class);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged = new ch.qos.logback.core.read.ListAppender<>();
     logged.start();
+    // other tests of the run may have turned OnceGuard's loggers down
+    ch.qos.logback.classic.Level level = logger.getLevel();
+    logger.setLevel(ch.qos.logback.classic.Level.WARN);
     logger.addAppender(logged);
     try {
       Backoff b = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(10), always(true), "route orders");
@@ -102,6 +105,7 @@ class BackoffTest {
           + " next attempt; waiting retry.max-backoff (10000 ms) instead (logged once)");
     } finally {
       logger.detachAppender(logged);
+      logger.setLevel(level);
     }
   }
 }
