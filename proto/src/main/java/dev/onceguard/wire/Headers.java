@@ -51,6 +51,26 @@ public final class Headers {
   public static final String APPLIED_OFFSET = PREFIX + "applied-offset";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
+  /**
+   * Present only on a copy the topic could not take whole (a source record near the size limit):
+   * what was left out, comma-separated, in the order it is given up: {@value #OMITTED_VALUE} (the
+   * record's value; the copy's value is then {@code null}), {@value #OMITTED_HEADERS} (the
+   * record's own headers), {@value #OMITTED_KEY} (the record's key), {@value #OMITTED_DETAIL} (the
+   * {@link #DETAIL} past its first 1,000 characters; on verdict records, the verdict's detail).
+   * The original stays at {@link #ORIGINAL_TOPIC}, {@link #ORIGINAL_PARTITION},
+   * {@link #ORIGINAL_OFFSET} for as long as that topic retains it.
+   */
+  public static final String OMITTED = PREFIX + "omitted";
+  /** In {@link #OMITTED}: the value was left out. */
+  public static final String OMITTED_VALUE = "value";
+  /** In {@link #OMITTED}: the source record's own headers were left out. */
+  public static final String OMITTED_HEADERS = "headers";
+  /** In {@link #OMITTED}: the key was left out. */
+  public static final String OMITTED_KEY = "key";
+  /** In {@link #OMITTED}: the detail was cut to its first 1,000 characters. */
+  public static final String OMITTED_DETAIL = "detail";
+  /** With {@link #OMITTED} {@code value}: the size of the left-out value in bytes, decimal. */
+  public static final String ORIGINAL_VALUE_SIZE = PREFIX + "original-value-size";
 
   /** On delivered records (client-java): {@code "true"} if the business may have seen it before. */
   public static final String REDELIVERY = PREFIX + "redelivery";

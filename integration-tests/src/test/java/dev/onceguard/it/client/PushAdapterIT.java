@@ -116,7 +116,7 @@ class PushAdapterIT {
               target: 127.0.0.1:%d
               escalation-topic: %s
               handler-timeout: 5s
-              retry: {initial-backoff: 50ms, max-backoff: 200ms, max-attempts: 5}
+              retry: {initial-backoff: 50ms, max-backoff: 500ms, max-attempts: 5}
           """.formatted(topic, group, business.getPort(), escalations))) {
         await().atMost(DEADLINE).pollInterval(Duration.ofMillis(100)).until(() -> sidecar.decidedAll(byCoordinates.keySet()));
 
@@ -168,7 +168,8 @@ class PushAdapterIT {
         assertThat(sidecar.entity("r-1")).as("applied once the handler succeeded").isEqualTo(new EntityRow("paid", "created", 2, null));
         assertThat(sidecar.ledger("push-orders", "r-1")).containsExactly("create DONE 1", "pay DONE 1");
 
-        // RetryableException with retryAfter: the next attempt waits at least that long
+        // RetryableException with retryAfter: the next attempt waits at least that long (the
+        // route's max-backoff, which caps a business's wait, is above it)
         List<Call> later = byOrder.get("t-1 create");
         assertThat(later).extracting(c -> c.info().attempt()).containsExactly(1, 2);
         assertThat(TimeUnit.NANOSECONDS.toMillis(later.get(1).atNanos() - later.get(0).atNanos()))

@@ -46,17 +46,21 @@ import org.apache.kafka.common.header.Headers;
  * field gives its plain value. Several give {@link #canonicalEntityId(List)}: the values joined by
  * {@code |}, each with {@code \} and {@code |} escaped by a backslash, so {@code ("a|b","c")} and
  * {@code ("a","b|c")} stay apart. An id longer than 255 characters does not fit the entity table:
- * {@link Reason#MALFORMED}.
+ * {@link Reason#MALFORMED}. So is an id that ends with a space (U+0020): {@code og_entity.entity_id}
+ * compares with a PAD SPACE collation, under which {@code "o-1 "} and {@code "o-1"} are one row,
+ * while the pipeline orders them as two entities and could run them side by side. Other trailing
+ * whitespace (a tab, a newline) is not padded and stays a distinct id.
  *
  * <p><b>Blank is missing.</b> An entity-id or business-key field that is empty or whitespace only
  * is {@link Reason#MISSING_FIELD}, like an absent one: an empty {@code order_id} names no order, and
  * two such records must not become one entity {@code ''} or one dedup key.
  *
  * <p><b>One reading only.</b> JSON read for fields must be strict UTF-8 without duplicate object
- * keys, and a field may not hold an unpaired surrogate escape; otherwise the record is
- * {@link Reason#MALFORMED}. Each of these has more than one reading (a lenient decoder, a
- * first-wins parser, a {@code ?} for the surrogate), so the business could apply another order
- * than the one deduplicated, or two byte strings could share one key.
+ * keys, a header read for a field must appear once, and a field may not hold an unpaired surrogate
+ * escape; otherwise the record is {@link Reason#MALFORMED}. Each of these has more than one reading
+ * (a lenient decoder, a first-wins parser, {@code lastHeader} against the first header, a {@code ?}
+ * for the surrogate), so the business could apply another order than the one deduplicated, or two
+ * byte strings could share one key. Headers no field reads may repeat.
  *
  * <p><b>Fingerprint.</b> With {@code fingerprint} fields configured: their canonical encoding (a
  * missing one is recorded as absent). Otherwise the whole value: JSON objects canonicalised with
@@ -164,6 +168,11 @@ public final class Extractor {
         if (chars > MAX_ENTITY_ID_CHARS) {
           return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") is " + chars
               + " characters long; at most " + MAX_ENTITY_ID_CHARS + " fit og_entity.entity_id", null, null);
+        }
+        if (entityId.endsWith(" ")) {
+          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") ends with a space, which"
+              + " MySQL's PAD SPACE collation of og_entity.entity_id ignores: it would share one entity row with the id"
+              + " without the trailing spaces, yet be ordered apart from it", null, null);
         }
       }
       if (route.event() != null) {
@@ -315,8 +324,20 @@ public final class Extractor {
         return wellFormed(f, text(keyJson.at(k.pointer())));
       }
       if (f instanceof FieldSource.Header h) {
-        Header last = headers == null ? null : headers.lastHeader(h.header());
-        return last == null || last.value() == null ? null : utf8(last.value(), "header '" + h.header() + "'");
+        Header only = null;
+        int copies = 0;
+        if (headers != null) {
+          for (Header x : headers.headers(h.header())) {
+            only = x;
+            copies++;
+          }
+        }
+        if (copies > 1) {
+          // Kafka keeps every copy; clients read the first or the last: two readings of one field
+          throw new IOException("header '" + h.header() + "' appears " + copies + " times; field '" + f.name() + "' (" + f.spec()
+              + ") needs exactly one");
+        }
+        return only == null || only.value() == null ? null : utf8(only.value(), "header '" + h.header() + "'");
       }
       return ((FieldSource.Constant) f).value();
     }

@@ -658,10 +658,7 @@ public final class GuardedProcessor implements RecordProcessor {
                   + (maybeSeen ? "; " + MAY_HAVE_APPLIED : ""));
               return;
             }
-            Duration wait = backoff.delay(n);
-            if (res.retryAfter().compareTo(wait) > 0) {
-              wait = res.retryAfter();
-            }
+            Duration wait = backoff.delay(n, res.retryAfter());
             if (Integer.bitCount(n) == 1) {
               fields(log.atWarn()).log("{}: attempt {} not applied ({}); retrying in {} ms", where(), n, res.message(), wait.toMillis());
             }

@@ -198,7 +198,8 @@ final class AdminCommands {
   }
 
   @Command(name = "redrive", mixinStandardHelpOptions = true,
-      description = "Produce escalated records of a route to their original topic again (after a fix), without the onceguard-* headers.")
+      description = "Produce escalated records of a route to their original topic again (after a fix), without the onceguard-* headers;"
+          + " an escalation too large to hold the whole record is produced from its original, read back at its coordinates.")
   static final class Redrive extends Main.ConfigCommand {
     @Option(names = "--route", required = true, paramLabel = "NAME", description = "The route whose escalation topic to read.")
     String route;
@@ -264,6 +265,7 @@ final class AdminCommands {
         Map<TopicPartition, Long> remaining = new HashMap<>(end);
         remaining.entrySet().removeIf(e -> consumer.position(e.getKey()) >= e.getValue());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int gone = 0;
         while (!remaining.isEmpty() && System.nanoTime() < deadline) {
           for (ConsumerRecord<byte[], byte[]> rec : consumer.poll(java.time.Duration.ofMillis(500))) {
             TopicPartition tp = new TopicPartition(rec.topic(), rec.partition());
@@ -272,6 +274,21 @@ final class AdminCommands {
               continue;
             }
             ProducerRecord<byte[], byte[]> again = select(rec, r.name());
+            if (again != null && partial(rec)) {
+              if (originals == null) {
+                originals = new KafkaConsumer<>(clientProps(cfg, true));
+              }
+              ProducerRecord<byte[], byte[]> original = original(originals, rec, again.topic());
+              if (original == null) {
+                gone++;
+                err.printf(Locale.ROOT, "error: cannot redrive %s/%d@%d: the escalation leaves out the record's %s (too large for the"
+                    + " escalation topic), and %s/%s@%s no longer holds the original%n", rec.topic(), rec.partition(), rec.offset(),
+                    header(rec, Headers.OMITTED), again.topic(), header(rec, Headers.ORIGINAL_PARTITION),
+                    header(rec, Headers.ORIGINAL_OFFSET));
+                continue;
+              }
+              again = original;
+            }
             if (again != null) {
               chosen.add(again);
               out.printf(Locale.ROOT, "%s %s/%d@%d -> %s (reason %s, consumed at %s/%s@%s)%n", dryRun ? "would redrive" : "redrive",
@@ -296,6 +313,11 @@ final class AdminCommands {
         }
         out.printf(Locale.ROOT, "%d record(s) of route '%s' %s%n", chosen.size(), r.name(), dryRun ? "would be redriven (dry run)" : "redriven");
         out.flush();
+        if (gone > 0) {
+          err.printf(Locale.ROOT, "error: %d escalation(s) could not be redriven: their originals are gone%n", gone);
+          err.flush();
+          return Main.EXIT_FAILURE;
+        }
         return Main.EXIT_OK;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -306,7 +328,63 @@ final class AdminCommands {
         err.println("error: redrive failed: " + rootMessage(e));
         err.flush();
         return Main.EXIT_FAILURE;
+      } finally {
+        if (originals != null) {
+          originals.close();
+        }
       }
+    }
+
+    /** Reads the originals of escalations that leave part of the record out; opened on the first one. */
+    private KafkaConsumer<byte[], byte[]> originals;
+
+    /**
+     * The escalation is not the whole record: the escalation topic could not take it, so its value,
+     * own headers or key were left out ({@link Headers#OMITTED}); a cut detail does not matter here.
+     */
+    private static boolean partial(ConsumerRecord<byte[], byte[]> rec) {
+      String omitted = header(rec, Headers.OMITTED);
+      if (omitted == null) {
+        return false;
+      }
+      List<String> parts = List.of(omitted.split(","));
+      return parts.contains(Headers.OMITTED_VALUE) || parts.contains(Headers.OMITTED_HEADERS) || parts.contains(Headers.OMITTED_KEY);
+    }
+
+    /**
+     * The original of the partial escalation {@code copy}, read back from its coordinates in
+     * {@code topic} (key, value and its own headers), or {@code null} when that topic no longer
+     * holds it (retention or compaction removed it).
+     */
+    private static ProducerRecord<byte[], byte[]> original(KafkaConsumer<byte[], byte[]> reader, ConsumerRecord<byte[], byte[]> copy,
+        String topic) {
+      int p = Integer.parseInt(header(copy, Headers.ORIGINAL_PARTITION));
+      long offset = Long.parseLong(header(copy, Headers.ORIGINAL_OFFSET));
+      TopicPartition tp = new TopicPartition(topic, p);
+      List<TopicPartition> one = List.of(tp);
+      reader.assign(one);
+      if (offset < reader.beginningOffsets(one).get(tp) || offset >= reader.endOffsets(one).get(tp)) {
+        return null;
+      }
+      reader.seek(tp, offset);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (System.nanoTime() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : reader.poll(java.time.Duration.ofMillis(500))) {
+          if (r.offset() > offset) {
+            return null; // compacted away
+          }
+          if (r.offset() == offset) {
+            List<Header> keep = new ArrayList<>();
+            for (Header h : r.headers()) {
+              if (!h.key().startsWith(Headers.PREFIX)) {
+                keep.add(h);
+              }
+            }
+            return new ProducerRecord<>(topic, null, r.key(), r.value(), keep);
+          }
+        }
+      }
+      throw new IllegalStateException("could not read the original at " + tp + "@" + offset + " within 30 s");
     }
 
     private void seekStart(KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> parts) {

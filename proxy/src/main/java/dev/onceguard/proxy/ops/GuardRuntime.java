@@ -238,7 +238,7 @@ public final class GuardRuntime implements AutoCloseable {
       };
       Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
-          d, escalator, ctx.scheduler(), Backoff.of(route.retry()), ctx.deliveryIds(),
+          d, escalator, ctx.scheduler(), Backoff.of(route.name(), route.retry()), ctx.deliveryIds(),
           route.mode() == RouteConfig.Mode.PULL ? withNotices : listener, tracing);
     };
   }

@@ -25,7 +25,7 @@ import org.slf4j.spi.LoggingEventBuilder;
  * <ul>
  *   <li>OK → the record is finished.
  *   <li>RETRY (business RETRY or a transport failure) → retried with {@link Backoff} (at least the
- *       business's {@code retry_after_ms}), <b>without bound</b>, until it succeeds or the work is
+ *       business's {@code retry_after_ms}, at most {@code retry.max-backoff}), <b>without bound</b>, until it succeeds or the work is
  *       cancelled. The partition's commit offset stays at this record meanwhile.
  *   <li>REJECT → logged at WARN and the record is finished (nothing escalates it yet).
  * </ul>
@@ -123,10 +123,7 @@ public final class ForwardingProcessor implements RecordProcessor {
     }
 
     void retryLater(int n, DispatchResult res) {
-      Duration wait = backoff.delay(n);
-      if (res.retryAfter().compareTo(wait) > 0) {
-        wait = res.retryAfter();
-      }
+      Duration wait = backoff.delay(n, res.retryAfter());
       // A business outage makes every record in flight retry at once: one WARN per route every few
       // seconds (with a count of the others), the rest at DEBUG.
       int heldBack = retryLog.tryAcquire();

@@ -70,4 +70,42 @@ class BackoffTest {
     Backoff b = new Backoff(Duration.ofMillis(1), Duration.ofMillis(2), new Random());
     assertThatThrownBy(() -> b.delay(0)).isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void delayAsked_shorterThanTheBackoff_isTheBackoff() {
+    Backoff b = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(10), always(false));
+    assertThat(b.delay(1, Duration.ZERO)).isEqualTo(Duration.ofMillis(100));
+    assertThat(b.delay(1, Duration.ofMillis(50))).isEqualTo(Duration.ofMillis(100));
+  }
+
+  @Test
+  void delayAsked_longerThanTheBackoffWithinTheMax_isWhatTheBusinessAsked() {
+    Backoff b = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(10), always(false));
+    assertThat(b.delay(1, Duration.ofSeconds(3))).isEqualTo(Duration.ofSeconds(3));
+    assertThat(b.delay(1, Duration.ofSeconds(10))).isEqualTo(Duration.ofSeconds(10));
+  }
+
+  @Test
+  void delayAsked_beyondTheMax_isTheMax_loggedOnceNamingTheRoute() {
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(Backoff.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged = new ch.qos.logback.core.read.ListAppender<>();
+    logged.start();
+    // other tests of the run may have turned OnceGuard's loggers down
+    ch.qos.logback.classic.Level level = logger.getLevel();
+    logger.setLevel(ch.qos.logback.classic.Level.WARN);
+    logger.addAppender(logged);
+    try {
+      Backoff b = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(10), always(true), "route orders");
+      // 30 days, and the most the wire can say (uint32 milliseconds: 49.7 days)
+      assertThat(b.delay(1, Duration.ofDays(30))).isEqualTo(Duration.ofSeconds(10));
+      assertThat(b.delay(2, Duration.ofMillis(4_294_967_295L))).isEqualTo(Duration.ofSeconds(10));
+
+      assertThat(logged.list).hasSize(1);
+      assertThat(logged.list.get(0).getFormattedMessage()).isEqualTo("route orders: the business asked to wait 2592000000 ms before the"
+          + " next attempt; waiting retry.max-backoff (10000 ms) instead (logged once)");
+    } finally {
+      logger.detachAppender(logged);
+      logger.setLevel(level);
+    }
+  }
 }

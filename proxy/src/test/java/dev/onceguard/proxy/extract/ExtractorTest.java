@@ -307,11 +307,41 @@ class ExtractorTest {
   // ------------------------------------------------------------------------- field sources
 
   @Test
-  void headerSource_readsTheLastHeaderAsUtf8() {
+  void headerSource_readsTheHeaderAsUtf8() {
     Extractor x = extractor("business-key: [header:order-id]");
-    Headers h = new RecordHeaders().add("order-id", bytes("stale")).add("order-id", bytes("ö-1"));
+    Headers h = new RecordHeaders().add("trace", bytes("t")).add("order-id", bytes("ö-1"));
 
     assertThat(ok(x.extract(null, null, h)).businessKey()).isEqualTo("order-id=ö-1");
+  }
+
+  @Test
+  void headerSource_headerTwice_malformedNamingTheHeader_likeADuplicateJsonKey() {
+    // the business's client may read the first copy where the sidecar would read the last
+    Extractor x = extractor("business-key: [header:order-id]");
+    Headers h = new RecordHeaders().add("order-id", bytes("o-1")).add("order-id", bytes("o-2"));
+
+    Extraction.Failed f = failed(x.extract(null, null, h));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).isEqualTo("header 'order-id' appears 2 times; field 'order-id' (header:order-id) needs exactly one");
+  }
+
+  @Test
+  void eventHeaderTwice_malformedWithTheEntity_evenWhenBothCopiesAgree() {
+    Headers h = new RecordHeaders().add("event-type", bytes("ship")).add("event-type", bytes("ship"));
+
+    Extraction.Failed f = failed(ORDERS.extract(null, bytes(SHIP), h));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).contains("header 'event-type' appears 2 times");
+    assertThat(f.entityId()).isEqualTo("o-1");
+  }
+
+  @Test
+  void repeatedHeaderNoFieldReads_isFine() {
+    Headers h = event("ship").add("trace", bytes("a")).add("trace", bytes("b"));
+
+    assertThat(ok(ORDERS.extract(null, bytes(SHIP), h)).event()).isEqualTo("ship");
   }
 
   @Test
@@ -542,6 +572,46 @@ class ExtractorTest {
     assertThat(f.detail()).isEqualTo("field 'entity-id' (/order_id) " + what);
     assertThat(f.entityId()).isNull();
     assertThat(ORDERS.entityIdOrNull(null, bytes(value), event("ship"))).isNull();
+  }
+
+  // ------------------------------------------------------------------------- trailing spaces
+
+  @ParameterizedTest(name = "order_id \"{0}\"")
+  @CsvSource(value = {"'o-1 '", "'o-1   '"})
+  void entityIdEndingWithASpace_malformed_becauseMysqlPadSpaceWouldMakeItOneRowWithO1(String id) {
+    // og_entity.entity_id is utf8mb4_bin, a PAD SPACE collation: 'o-1 ' = 'o-1' there, while the
+    // ordering keys "e:o-1 " and "e:o-1" let two records of that one row run side by side
+    String value = SHIP.replace("\"order_id\": \"o-1\"", "\"order_id\": \"" + id + "\"");
+
+    Extraction.Failed f = failed(ORDERS.extract(null, bytes(value), event("ship")));
+
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).isEqualTo("entity id (entity-id) ends with a space, which MySQL's PAD SPACE collation of"
+        + " og_entity.entity_id ignores: it would share one entity row with the id without the trailing spaces, yet be"
+        + " ordered apart from it");
+    assertThat(f.entityId()).isNull();
+  }
+
+  @Test
+  void entityIdWithOtherEdgeWhitespace_staysADistinctId() {
+    // PAD SPACE pads with U+0020 only: a trailing tab or a leading space is another row in MySQL too
+    Map<String, String> jsonToId = Map.of("o-1\\t", "o-1\t", " o-1", " o-1", "o-1\\u00a0", "o-1\u00a0");
+    jsonToId.forEach((json, id) -> {
+      String value = SHIP.replace("\"order_id\": \"o-1\"", "\"order_id\": \"" + json + "\"");
+      assertThat(ok(ORDERS.extract(null, bytes(value), event("ship"))).entityId()).isEqualTo(id);
+    });
+  }
+
+  @Test
+  void compositeEntityId_lastValueEndingWithASpace_malformed_innerOneIsDistinct() {
+    String last = SHIP.replace("\"warehouse_id\": \"W1\"", "\"warehouse_id\": \"W1 \"");
+    String inner = SHIP.replace("\"sku_id\": \"s-9\"", "\"sku_id\": \"s-9 \"");
+
+    Extraction.Failed f = failed(LINES.extract(null, bytes(last), event("ship")));
+    assertThat(f.reason()).isEqualTo(Reason.MALFORMED);
+    assertThat(f.detail()).startsWith("entity id (order_id, sku_id, warehouse_id) ends with a space");
+    // "o-1|s-9 |W1" and "o-1|s-9|W1" differ in MySQL as well
+    assertThat(ok(LINES.extract(null, bytes(inner), event("ship"))).entityId()).isEqualTo("o-1|s-9 |W1");
   }
 
   @Test

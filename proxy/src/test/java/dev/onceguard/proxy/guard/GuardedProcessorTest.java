@@ -142,6 +142,23 @@ class GuardedProcessorTest {
     assertThat(escalator.escalations).isEmpty();
   }
 
+  @Test
+  void process_businessAsksToRetryIn30Days_waitsNoLongerThanTheRoutesMaxBackoff() {
+    // one answer must not pin the entity and the partition's commits for a month
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.retry("come back next month", Duration.ofDays(30)));
+    dispatcher.script.add(DispatchResult.ok());
+
+    CompletableFuture<Void> f = process(ship);
+    time.advance(Duration.ofMillis(9_999));
+    assertThat(dispatcher.calls).hasSize(1);
+    time.advance(Duration.ofMillis(1)); // retry.max-backoff: 10 s
+
+    assertThat(dispatcher.calls).hasSize(2);
+    assertThat(f).isCompleted();
+    assertThat(onlyVerdict().verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
   // ------------------------------------------------------------------------- (a) OK → confirm
 
   @Test

@@ -116,6 +116,16 @@ class ForwardingProcessorTest {
   }
 
   @Test
+  void process_retryAfter30Days_waitsTheMaxBackoffInstead() {
+    dispatcher.script.add(DispatchResult.retry("later", Duration.ofDays(30)));
+    dispatcher.script.add(DispatchResult.ok());
+    CompletableFuture<Void> f = processor.process(record("k"), new Cancellation()).toCompletableFuture();
+    time.advance(Duration.ofSeconds(10));
+    assertThat(f).isCompleted();
+    assertThat(time.requestedDelays()).containsExactly(Duration.ofSeconds(10));
+  }
+
+  @Test
   void process_retriesWithoutBound_beyondMaxAttempts() {
     int attempts = route.retry().maxAttempts() + 5;
     for (int i = 1; i < attempts; i++) {
