@@ -8,6 +8,7 @@
 #   make bench-quick the same, shorter (BENCH_QUICK_ARGS; SeedBench --quick)
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
+#   make failure-model  the fault model (FaultModelIT) alone, writing docs/failure-model.md again
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
@@ -25,7 +26,7 @@ STACK := $(ROOT)/scripts/stack.sh
 CLUSTER := $(ROOT)/scripts/cluster.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick chaos soak stack-up stack-down cluster-up cluster-down clean
+.PHONY: build test demo bench bench-quick chaos soak failure-model stack-up stack-down cluster-up cluster-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -97,6 +98,15 @@ bench: build
 
 bench-quick: build
 	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))
+
+# make failure-model: every outcome of every call, tried by FaultModelIT against the local MariaDB and
+# Redis (no broker needed); writes the table of docs/failure-model.md, which make test checks.
+# FAULT_PAIRS: pair schedules per scenario (make test runs the default, 120).
+FAULT_PAIRS ?= 120
+failure-model:
+	cd "$(ROOT)" && $(MVN) -B -q verify -pl integration-tests -am -Dtest=none -Dit.test=FaultModelIT \
+	  -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
+	  -Dfaults.pairs=$(FAULT_PAIRS) -Dfaults.write-doc=true
 
 # make chaos: rounds of the order scenario with sidecar processes while faults are injected at
 # random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;

@@ -141,7 +141,8 @@ class FaultModelIT {
   }
 
   /** One schedule's run: the calls it made, and what the judge found wrong. */
-  record Outcome(Scenario scenario, Map<Integer, Fault> plan, List<Call> calls, List<String> trace, List<String> violations) {
+  record Outcome(Scenario scenario, Map<Integer, Fault> plan, List<Call> calls, List<String> trace, List<String> violations,
+      List<World.Written> verdicts, List<Business.Received> received) {
     String schedule() {
       StringBuilder sb = new StringBuilder();
       plan.forEach((n, f) -> sb.append(sb.isEmpty() ? "" : ", ").append(f).append(" at #").append(n).append(' ').append(calls.size() > n ? calls.get(n) : "?"));
@@ -184,6 +185,11 @@ class FaultModelIT {
     }
     List<Outcome> bad = all.stream().filter(o -> !o.violations().isEmpty()).toList();
     writeReport(all, bad, perScenario);
+    String table = FailureTable.of(all);
+    Files.writeString(Path.of("target", "fault-model", "failure-model-table.md"), table);
+    if (Boolean.getBoolean("faults.write-doc")) {
+      Files.writeString(FailureTable.DOC, FailureTable.page(table));
+    }
     StringBuilder why = new StringBuilder();
     for (Outcome o : bad.subList(0, Math.min(6, bad.size()))) {
       why.append("\n\n").append(o.scenario().name()).append(": ").append(o.schedule()).append("\n  ")
@@ -191,6 +197,8 @@ class FaultModelIT {
     }
     assertThat(bad).as("%d of %d schedules broke a guarantee (report: target/fault-model/report.md); first ones:%s", bad.size(),
         all.size(), why).isEmpty();
+    assertThat(FailureTable.published()).as("docs/failure-model.md is the table this model produces (regenerate it with"
+        + " `make failure-model`; this run's table: target/fault-model/failure-model-table.md)").isEqualTo(table);
   }
 
   /** Runs {@code s} under {@code plan} with fresh entity ids, and judges it. */
@@ -255,7 +263,8 @@ class FaultModelIT {
     if (violations.isEmpty()) {
       violations.addAll(new Judge(s, route, records, w).check());
     }
-    return new Outcome(s, plan, List.copyOf(w.calls), List.copyOf(w.trace), violations);
+    return new Outcome(s, plan, List.copyOf(w.calls), List.copyOf(w.trace), violations, List.copyOf(w.verdicts),
+        List.copyOf(business.received));
   }
 
   /**

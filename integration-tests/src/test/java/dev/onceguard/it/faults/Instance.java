@@ -166,18 +166,23 @@ final class Instance {
       this.real = real;
     }
 
+    /** The record a step is about, as the trace names it: {@code @offset}, for a Guard API step the offset its request stands for. */
+    private static String at(Source s) {
+      return s.partition() >= 0 ? "@" + s.offset() : "@" + s.topic().substring(s.topic().lastIndexOf('-') + 1) + " (api)";
+    }
+
     private <T> CompletionStage<T> call(Call kind, String detail, java.util.function.Supplier<CompletionStage<T>> effect) {
       return world.call(Instance.this, kind, detail, effect, STORE, STORE_DEADLINE, null);
     }
 
     @Override
     public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
-      return call(Call.CLAIM, cmd.extracted().event() + "@" + cmd.source().offset(), () -> real.claim(cmd));
+      return call(Call.CLAIM, cmd.extracted().event() + at(cmd.source()), () -> real.claim(cmd));
     }
 
     @Override
     public CompletionStage<ClaimOutcome> takeOver(ClaimCommand cmd, LedgerRow row, boolean force) {
-      return call(Call.TAKE_OVER, cmd.extracted().event() + "@" + cmd.source().offset() + " " + row.status(),
+      return call(Call.TAKE_OVER, cmd.extracted().event() + at(cmd.source()) + " " + row.status(),
           () -> real.takeOver(cmd, row, force));
     }
 
@@ -198,18 +203,18 @@ final class Instance {
 
     @Override
     public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-      return call(Call.CONFIRM, claim.event() + "@" + claim.source().offset(), () -> real.confirm(claim, nowMillis));
+      return call(Call.CONFIRM, claim.event() + at(claim.source()), () -> real.confirm(claim, nowMillis));
     }
 
     @Override
     public CompletionStage<Boolean> abort(Claim claim, boolean maySeen, long nowMillis) {
-      return call(Call.ABORT, claim.event() + "@" + claim.source().offset() + " maySeen=" + maySeen,
+      return call(Call.ABORT, claim.event() + at(claim.source()) + " maySeen=" + maySeen,
           () -> real.abort(claim, maySeen, nowMillis));
     }
 
     @Override
     public CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
-      return call(Call.RENEW, claim.event() + "@" + claim.source().offset(), () -> real.renew(claim, leaseMillis));
+      return call(Call.RENEW, claim.event() + at(claim.source()), () -> real.renew(claim, leaseMillis));
     }
 
     @Override
