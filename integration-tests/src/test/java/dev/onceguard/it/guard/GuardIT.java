@@ -1109,25 +1109,25 @@ class GuardIT {
     Guard g = fx.guard(uniq("rt"), null);
     String id = orderIn(g, "to_ship");
     String ship = order(id, "ship", "W1", "m");
-    long t0 = Db.roundTrips();
+    long t0 = fx.db.roundTrips();
     apply(g, "orders", ship);
-    long accepted = Db.roundTrips() - t0;
-    long t1 = Db.roundTrips();
+    long accepted = fx.db.roundTrips() - t0;
+    long t1 = fx.db.roundTrips();
     apply(g, "orders", order(id, "ship", "W1", "m-again"));
-    long duplicate = Db.roundTrips() - t1;
-    long t2 = Db.roundTrips();
+    long duplicate = fx.db.roundTrips() - t1;
+    long t2 = fx.db.roundTrips();
     Verdict conflicting = apply(g, "orders", order(id, "ship", "W1", "m-different-batch").replace("\"batch_no\":7", "\"batch_no\":9"));
-    long alreadyApplied = Db.roundTrips() - t2;
+    long alreadyApplied = fx.db.roundTrips() - t2;
     assertThat(conflicting.getReason()).isEqualTo(Reason.CONFLICTING_FACT);
     System.out.printf("MySQL round trips: accepted (claim+confirm) = %d, exact duplicate (L1 miss) = %d, applied already (compared) = %d%n",
         accepted, duplicate, alreadyApplied);
-    long t3 = Db.roundTrips();
+    long t3 = fx.db.roundTrips();
     String line = order(uniq("o"), "ship", "W1", "m");
     apply(g, "lines-full", line);
-    long acceptedNoMachine = Db.roundTrips() - t3;
-    long t4 = Db.roundTrips();
+    long acceptedNoMachine = fx.db.roundTrips() - t3;
+    long t4 = fx.db.roundTrips();
     apply(g, "lines-full", line.replace("\"message_id\":\"m\"", "\"message_id\":\"m-again\""));
-    long duplicateNoMachine = Db.roundTrips() - t4;
+    long duplicateNoMachine = fx.db.roundTrips() - t4;
     System.out.printf("MySQL round trips without a machine: accepted = %d, exact duplicate (L1 miss) = %d%n",
         acceptedNoMachine, duplicateNoMachine);
     assertThat(accepted).isEqualTo(5);

@@ -19,15 +19,18 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.spi.LoggingEventBuilder;
 
 /**
- * The walking skeleton's processor: forwards every record to the business, without a guard.
- * Provisional — the guarded processor replaces it through {@link ProcessorFactory}.
+ * Forwards every record to the business without a guard: the unguarded pipeline, which the
+ * benchmark measures as its baseline in the same run as the guarded routes (the bench's
+ * {@code baseline} scenario), and which the pipeline's own tests use to exercise intake, ordering,
+ * offsets and shutdown apart from the guard. The sidecar never runs it: its routes always get the
+ * guarded processor.
  *
  * <ul>
  *   <li>OK → the record is finished.
  *   <li>RETRY (business RETRY or a transport failure) → retried with {@link Backoff} (at least the
  *       business's {@code retry_after_ms}, at most {@code retry.max-backoff}), <b>without bound</b>, until it succeeds or the work is
  *       cancelled. The partition's commit offset stays at this record meanwhile.
- *   <li>REJECT → logged at WARN and the record is finished (nothing escalates it yet).
+ *   <li>REJECT → logged at WARN and the record is finished (there is no escalation without a guard).
  * </ul>
  *
  * <p>The ordering key is the Kafka key (bytes mapped one-to-one to chars, ISO-8859-1, so distinct

@@ -76,12 +76,12 @@ public final class Db implements AutoCloseable {
   private final int queueBound;
   /** Work refused at a queue bound. */
   private final LongAdder refused = new LongAdder();
-  /** Statements sent, BEGIN/COMMIT/ROLLBACK included: the round trips the guard costs. */
-  private static final LongAdder ROUND_TRIPS = new LongAdder();
+  /** Statements sent, BEGIN/COMMIT/ROLLBACK and connection opens included: the round trips the guard costs. */
+  private final LongAdder roundTrips;
 
-  /** Round trips to MySQL made by every store in this JVM so far (for benchmarks and tests). */
-  public static long roundTrips() {
-    return ROUND_TRIPS.sum();
+  /** Round trips to MySQL made through this {@code Db} so far (for metrics, benchmarks and tests). */
+  public long roundTrips() {
+    return roundTrips.sum();
   }
 
   /** A unit of work on one connection. */
@@ -106,6 +106,14 @@ public final class Db implements AutoCloseable {
    *     {@link StoreUnavailableException}
    */
   public Db(MysqlConfig cfg, int queueBound) {
+    this(cfg, queueBound, new LongAdder());
+  }
+
+  /**
+   * @param roundTrips counts the statements this {@code Db} sends (several may share one counter)
+   */
+  public Db(MysqlConfig cfg, int queueBound, LongAdder roundTrips) {
+    this.roundTrips = roundTrips;
     if (queueBound < 1) {
       throw new IllegalArgumentException("queueBound must be at least 1: " + queueBound);
     }
@@ -148,12 +156,17 @@ public final class Db implements AutoCloseable {
       setDaemon(true);
     }
 
+    void counted() {
+      roundTrips.increment();
+      sent++;
+    }
+
     Connection connection() throws SQLException {
       if (conn != null && System.nanoTime() - lastUsed > IDLE_CHECK_NANOS && !conn.isValid(2)) {
         discard();
       }
       if (conn == null) {
-        ROUND_TRIPS.increment();
+        roundTrips.increment();
         conn = target.open();
       }
       lastUsed = System.nanoTime();
@@ -410,10 +423,10 @@ public final class Db implements AutoCloseable {
   static final Null NULL_INT = new Null(Types.INTEGER);
   static final Null NULL_STRING = new Null(Types.VARCHAR);
 
+  /** Work runs on a {@link Worker}, which counts the statement for its {@code Db} and its unit of work. */
   private static void counted() {
-    ROUND_TRIPS.increment();
     if (Thread.currentThread() instanceof Db.Worker w) {
-      w.sent++;
+      w.counted();
     }
   }
 
