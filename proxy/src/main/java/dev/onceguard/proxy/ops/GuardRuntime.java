@@ -43,6 +43,8 @@ public final class GuardRuntime implements AutoCloseable {
   private final SidecarConfig config;
   private final Guard guard;
   private final MysqlGuardStore store;
+  /** The store's connections (owned through {@link #store}). */
+  private final Db db;
   private final Escalator escalator;
   private final PullHub pullHub;
   /** Pull-mode handler timeouts and Guard API lease ends. */
@@ -77,6 +79,7 @@ public final class GuardRuntime implements AutoCloseable {
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
+    this.db = d;
     this.store = new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize()));
     this.guard = new Guard(store, this.cache, config.machines(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
@@ -168,7 +171,7 @@ public final class GuardRuntime implements AutoCloseable {
       m.gauge("onceguard.l1.available", "1 while L1 is used, 0 from a failed Redis call until one succeeds (L1 skipped)",
           () -> r.available() ? 1 : 0);
     }
-    m.counter("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", Db::roundTrips);
+    m.counter("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", db::roundTrips);
     m.counter("onceguard.mysql.claim.groups", "claim transactions (group commit: claims ready together share one)", () -> store.groupCounts()[0]);
     m.counter("onceguard.mysql.claim.grouped", "claims written by those transactions", () -> store.groupCounts()[1]);
     m.counter("onceguard.mysql.confirm.groups", "confirm transactions (group commit)", () -> store.groupCounts()[2]);
