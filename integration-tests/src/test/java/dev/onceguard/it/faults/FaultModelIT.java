@@ -75,6 +75,15 @@ class FaultModelIT {
           fingerprint-exclude: [/sent_at]
           target: 127.0.0.1:1
           verdict-topic: orders.verdicts
+        - name: pulled
+          topics: [pulled]
+          mode: pull
+          machine: order
+          entity-id: /order_id
+          event: /event
+          business-key: [/order_id, /event]
+          fingerprint-exclude: [/sent_at]
+          verdict-topic: pulled.verdicts
         - name: lines
           topics: [lines]
           business-key: [/line_id]

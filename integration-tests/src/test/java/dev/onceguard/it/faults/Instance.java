@@ -3,6 +3,7 @@ package dev.onceguard.it.faults;
 import dev.onceguard.it.faults.Fault.Call;
 import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.api.GuardService;
+import dev.onceguard.proxy.api.PullHub;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
@@ -54,6 +55,8 @@ final class Instance {
   final RouteConfig route;
   /** The Guard API of this process, on the same guard. */
   final GuardService api;
+  /** Pull mode's hub, for a pull route; null in push mode. */
+  final PullHub hub;
   volatile boolean dead;
   long lastHeartbeat;
   /** The cancellation of the record in progress (the partition's revocation). */
@@ -69,7 +72,17 @@ final class Instance {
     this.guard = new Guard(new Store(realStore), new Cache(l1), config.machines(), world, owner, timers);
     // fixed jitter: the same schedule waits the same times
     Backoff backoff = new Backoff(route.retry().initialBackoff(), route.retry().maxBackoff(), new Random(7));
-    this.processor = new GuardedProcessor(route, machine, guard, new Business(), new Topics(), timers, backoff,
+    Dispatcher business;
+    if (route.mode() == RouteConfig.Mode.PULL) {
+      // pull mode: the real hub, with one subscriber stream whose business is the run's
+      this.hub = new PullHub(config, timers);
+      new Subscriber(hub);
+      business = new Business(hub.dispatcher(route.name()));
+    } else {
+      this.hub = null;
+      business = new Business(null);
+    }
+    this.processor = new GuardedProcessor(route, machine, guard, business, new Topics(), timers, backoff,
         new DeliveryIds(name), (r, v, forwarded) -> {});
     this.api = new GuardService(config, guard, timers);
     world.instances.add(this);
@@ -248,12 +261,21 @@ final class Instance {
     }
   }
 
-  /** The business container, reached through the schedule. */
+  /**
+   * The business container, reached through the schedule: called directly (push), or through the
+   * real pull hub, whose subscriber acknowledges with the business's answer (pull).
+   */
   private final class Business implements Dispatcher {
+    private final Dispatcher pull;
+
+    Business(Dispatcher pull) {
+      this.pull = pull;
+    }
+
     @Override
     public CompletionStage<DispatchResult> dispatch(Delivery d, Duration timeout) {
       return world.call(Instance.this, Call.DISPATCH, d.getEvent() + "@" + d.getRecord().getOffset() + (d.getRedelivery() ? " redelivery" : ""),
-          () -> CompletableFuture.completedFuture(world.business.receive(d, name)), null, timeout,
+          () -> pull != null ? pull.dispatch(d, timeout) : CompletableFuture.completedFuture(world.business.receive(d, name)), null, timeout,
           f -> f == Fault.FAIL_BEFORE ? DispatchResult.businessDown("injected: connection refused before sending")
               : f == Fault.HANG ? DispatchResult.retry("DEADLINE_EXCEEDED (injected: the business answered too late)")
               : DispatchResult.retry("UNAVAILABLE (injected: connection reset after the business answered)"))
@@ -267,6 +289,69 @@ final class Instance {
 
     @Override
     public void close() {}
+  }
+
+  /**
+   * A business container subscribed to the hub: it answers every delivery at once with an ack
+   * carrying the business's answer. Its stream stands in for gRPC's (always ready).
+   */
+  private final class Subscriber extends io.grpc.stub.ServerCallStreamObserver<Delivery> {
+    private final io.grpc.stub.StreamObserver<dev.onceguard.v1.SubscribeRequest> acks;
+
+    Subscriber(PullHub hub) {
+      acks = hub.subscribe(this);
+      acks.onNext(dev.onceguard.v1.SubscribeRequest.newBuilder()
+          .setSubscription(dev.onceguard.v1.Subscription.newBuilder().setRoute(route.name()).setWindow(8).setSubscriber(name)).build());
+    }
+
+    @Override
+    public void onNext(Delivery d) {
+      if (d.hasEscalation()) {
+        return;
+      }
+      DispatchResult r = world.business.receive(d, name + " (pull)");
+      dev.onceguard.v1.HandleResult.Outcome o = switch (r.kind()) {
+        case OK -> dev.onceguard.v1.HandleResult.Outcome.OK;
+        case REJECT -> dev.onceguard.v1.HandleResult.Outcome.REJECT;
+        case RETRY -> dev.onceguard.v1.HandleResult.Outcome.RETRY;
+      };
+      acks.onNext(dev.onceguard.v1.SubscribeRequest.newBuilder().setAck(dev.onceguard.v1.Ack.newBuilder().setDeliveryId(d.getDeliveryId())
+          .setResult(dev.onceguard.v1.HandleResult.newBuilder().setOutcome(o).setMessage(r.message()))).build());
+    }
+
+    @Override
+    public void onError(Throwable t) {}
+
+    @Override
+    public void onCompleted() {}
+
+    @Override
+    public boolean isCancelled() {
+      return false;
+    }
+
+    @Override
+    public void setOnCancelHandler(Runnable onCancelHandler) {}
+
+    @Override
+    public void setCompression(String compression) {}
+
+    @Override
+    public boolean isReady() {
+      return true;
+    }
+
+    @Override
+    public void setOnReadyHandler(Runnable onReadyHandler) {}
+
+    @Override
+    public void disableAutoInboundFlowControl() {}
+
+    @Override
+    public void request(int count) {}
+
+    @Override
+    public void setMessageCompression(boolean enable) {}
   }
 
   /** The escalation and verdict topics, reached through the schedule. */

@@ -86,5 +86,9 @@ record Scenario(String name, String route, List<String> events, BiFunction<Strin
       (e, n) -> e.equals("ship") && n == 1 ? Answer.REJECT : Answer.OK, Map.of("create", "created", "pay", "paid", "ship", "shipped"),
       Map.of());
 
-  static final List<Scenario> ALL = List.of(APPLY_AND_RESEND, REJECT_THEN_REDRIVE, BUSINESS_RETRY, LINES, API_AND_KAFKA);
+  /** {@link #REJECT_THEN_REDRIVE} on a pull route: the business acknowledges over the Deliveries stream. */
+  static final Scenario PULL = new Scenario("pull-reject-then-redrive", "pulled", REJECT_THEN_REDRIVE.events(),
+      REJECT_THEN_REDRIVE.script(), REJECT_THEN_REDRIVE.toState(), Map.of());
+
+  static final List<Scenario> ALL = List.of(APPLY_AND_RESEND, REJECT_THEN_REDRIVE, BUSINESS_RETRY, LINES, API_AND_KAFKA, PULL);
 }
