@@ -77,14 +77,15 @@ record Scenario(String name, String route, List<String> events, BiFunction<Strin
       }, Map.of(), Map.of());
 
   /**
-   * The same facts through both doors: pay submitted through the Guard API and applied by its
-   * caller, then its Kafka copy (a duplicate); ship from Kafka, refused once by the business, then
-   * re-driven through the API.
+   * The same facts through both doors: pay submitted through the Guard API and refused by its
+   * caller (Complete REJECT), then its Kafka copy, applied; ship from Kafka, refused once by the
+   * business, then re-driven through the API and applied by its caller; create through the API
+   * once more (a duplicate).
    */
   static final Scenario API_AND_KAFKA = new Scenario("api-and-kafka", "orders",
-      List.of("create", API + "pay", "pay", "ship", API + "ship"),
-      (e, n) -> e.equals("ship") && n == 1 ? Answer.REJECT : Answer.OK, Map.of("create", "created", "pay", "paid", "ship", "shipped"),
-      Map.of());
+      List.of("create", API + "pay", "pay", "ship", API + "ship", API + "create"),
+      (e, n) -> (e.equals("ship") || e.equals("pay")) && n == 1 ? Answer.REJECT : Answer.OK,
+      Map.of("create", "created", "pay", "paid", "ship", "shipped"), Map.of());
 
   /** {@link #REJECT_THEN_REDRIVE} on a pull route: the business acknowledges over the Deliveries stream. */
   static final Scenario PULL = new Scenario("pull-reject-then-redrive", "pulled", REJECT_THEN_REDRIVE.events(),
