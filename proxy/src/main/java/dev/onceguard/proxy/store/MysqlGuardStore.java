@@ -170,7 +170,7 @@ public final class MysqlGuardStore implements GuardStore {
     }
     boolean appendOnly = group.stream().allMatch(cmd -> cmd.machine() == null);
     return db.autocommit(c -> {
-      List<ClaimOutcome> found;
+      List<InGroup> found;
       if (appendOnly) {
         // no entity to change: the ledger rows' one INSERT is the whole claim, and a statement in
         // autocommit is atomic by itself (one round trip instead of three); a refused one wrote
@@ -190,19 +190,25 @@ public final class MysqlGuardStore implements GuardStore {
       }
       List<ClaimOutcome> out = new ArrayList<>(group.size());
       for (int i = 0; i < group.size(); i++) {
-        ClaimOutcome o = found.get(i);
         ClaimCommand cmd = group.get(i);
-        out.add(o == REFUSED_BY_LEDGER ? readLedgerRow(c, cmd.route(), cmd.extracted().dedupKey())
-            : o == REFUSED_BY_ENTITY ? readEntity(c, cmd.machine(), cmd.extracted().entityId())
-            : o);
+        InGroup o = found.get(i);
+        out.add(o instanceof Done d ? d.outcome()
+            : o == Refused.BY_LEDGER ? readLedgerRow(c, cmd.route(), cmd.extracted().dedupKey())
+            : readEntity(c, cmd.machine(), cmd.extracted().entityId()));
       }
       return out;
     });
   }
 
-  /** Placeholders inside a group transaction: read the row that refused the claim after the COMMIT. */
-  private static final ClaimOutcome REFUSED_BY_LEDGER = new ClaimOutcome.Retry("refused by the ledger");
-  private static final ClaimOutcome REFUSED_BY_ENTITY = new ClaimOutcome.Retry("refused by the entity");
+  /** A claim's result inside a group transaction: an outcome, or which row refused it (read after the COMMIT). */
+  private sealed interface InGroup {}
+
+  private record Done(ClaimOutcome outcome) implements InGroup {}
+
+  private enum Refused implements InGroup {
+    BY_LEDGER,
+    BY_ENTITY
+  }
 
   private static final String LEDGER_INSERT_COLUMNS = " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state,"
       + " to_state, status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at) VALUES ";
@@ -242,7 +248,7 @@ public final class MysqlGuardStore implements GuardStore {
    * row if a multi-row INSERT is refused once more (a row another transaction committed after the
    * SELECT, or an entity that exists).
    */
-  private List<ClaimOutcome> claimAroundConflicts(Connection c, List<ClaimCommand> group) throws SQLException {
+  private List<InGroup> claimAroundConflicts(Connection c, List<ClaimCommand> group) throws SQLException {
     StringBuilder in = new StringBuilder();
     List<Object> args = new ArrayList<>(group.size() * 2);
     for (ClaimCommand cmd : group) {
@@ -261,7 +267,7 @@ public final class MysqlGuardStore implements GuardStore {
         fresh.add(cmd);
       }
     }
-    List<ClaimOutcome> outcomes = List.of();
+    List<InGroup> outcomes = List.of();
     if (!fresh.isEmpty()) {
       try {
         outcomes = Db.transaction(c, x -> {
@@ -277,18 +283,18 @@ public final class MysqlGuardStore implements GuardStore {
         outcomes = Db.transaction(c, x -> rowByRow(x, fresh));
       }
     }
-    List<ClaimOutcome> out = new ArrayList<>(group.size());
+    List<InGroup> out = new ArrayList<>(group.size());
     int next = 0;
     for (ClaimCommand cmd : group) {
       LedgerRow row = existing.get(cmd.route() + "\u0000" + cmd.extracted().dedupKey());
-      out.add(row != null ? new ClaimOutcome.LedgerConflict(row) : outcomes.get(next++));
+      out.add(row != null ? new Done(new ClaimOutcome.LedgerConflict(row)) : outcomes.get(next++));
     }
     return out;
   }
 
   /** Claims written one statement per row: a refused INSERT of one row writes nothing, and the others go on. */
-  private List<ClaimOutcome> rowByRow(Connection c, List<ClaimCommand> claims) throws SQLException {
-    List<ClaimOutcome> out = new ArrayList<>(claims.size());
+  private List<InGroup> rowByRow(Connection c, List<ClaimCommand> claims) throws SQLException {
+    List<InGroup> out = new ArrayList<>(claims.size());
     for (ClaimCommand cmd : claims) {
       out.add(claimInGroup(c, cmd));
     }
@@ -299,7 +305,7 @@ public final class MysqlGuardStore implements GuardStore {
    * The transitions of a group whose ledger rows are written: the creating ones in one INSERT
    * ({@link GroupRefused} if a duplicate refused it), the others one CAS each.
    */
-  private List<ClaimOutcome> applyAll(Connection c, List<ClaimCommand> group) throws SQLException {
+  private List<InGroup> applyAll(Connection c, List<ClaimCommand> group) throws SQLException {
     List<ClaimCommand> creating = new ArrayList<>();
     for (ClaimCommand cmd : group) {
       if (cmd.machine() != null && cmd.event().creating()) {
@@ -310,9 +316,9 @@ public final class MysqlGuardStore implements GuardStore {
     if (allCreated && !insertEntities(c, creating)) {
       throw new GroupRefused();
     }
-    List<ClaimOutcome> out = new ArrayList<>(group.size());
+    List<InGroup> out = new ArrayList<>(group.size());
     for (ClaimCommand cmd : group) {
-      out.add(allCreated && cmd.machine() != null && cmd.event().creating() ? claimed(cmd, null, null) : casInGroup(c, cmd));
+      out.add(allCreated && cmd.machine() != null && cmd.event().creating() ? new Done(claimed(cmd, null, null)) : casInGroup(c, cmd));
     }
     return out;
   }
@@ -331,23 +337,23 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /** One claim of a group, row by row: its ledger row, then its CAS. */
-  private ClaimOutcome claimInGroup(Connection c, ClaimCommand cmd) throws SQLException {
-    return writeLedgerRow(c, cmd, knownFrom(cmd.event()), null) != 1 ? REFUSED_BY_LEDGER : casInGroup(c, cmd);
+  private InGroup claimInGroup(Connection c, ClaimCommand cmd) throws SQLException {
+    return writeLedgerRow(c, cmd, knownFrom(cmd.event()), null) != 1 ? Refused.BY_LEDGER : casInGroup(c, cmd);
   }
 
   /** The CAS of one claim whose ledger row is written; a lost CAS deletes that row again. */
-  private ClaimOutcome casInGroup(Connection c, ClaimCommand cmd) throws SQLException {
+  private InGroup casInGroup(Connection c, ClaimCommand cmd) throws SQLException {
     String knownFrom = knownFrom(cmd.event());
     if (cmd.machine() == null) {
-      return claimed(cmd, knownFrom, null);
+      return new Done(claimed(cmd, knownFrom, null));
     }
     Step step = applyCas(c, cmd);
     if (step == Step.CAS_LOST) {
       Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
           cmd.route(), cmd.extracted().dedupKey(), cmd.owner());
-      return REFUSED_BY_ENTITY;
+      return Refused.BY_ENTITY;
     }
-    return afterCas(c, cmd, step, knownFrom, null);
+    return new Done(afterCas(c, cmd, step, knownFrom, null));
   }
 
   private static ClaimOutcome claimed(ClaimCommand cmd, String fromState, LedgerRow rejected) {
