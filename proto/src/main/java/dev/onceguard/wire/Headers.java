@@ -13,6 +13,11 @@ public final class Headers {
 
   /** {@code ACCEPTED}, {@code DUPLICATE_IGNORE} or {@code ILLEGAL_TRANSITION_ESCALATE}. */
   public static final String DISPOSITION = PREFIX + "disposition";
+  /**
+   * {@code true} on the verdict of a record that applied its key and was consumed again (the
+   * verdict is ACCEPTED again; the business was not called again); absent otherwise.
+   */
+  public static final String REPLAYED = PREFIX + "replayed";
   /** Reason enum name, e.g. {@code KEY_COLLISION}. */
   public static final String REASON = PREFIX + "reason";
   /** Layer enum name, e.g. {@code STATE_MACHINE}. */

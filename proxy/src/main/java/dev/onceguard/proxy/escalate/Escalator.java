@@ -225,6 +225,9 @@ public final class Escalator implements EscalationSink, AutoCloseable {
     add(hs, Headers.ORIGINAL_TOPIC, source.topic());
     add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
     add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
+    if (v.getReplayed()) {
+      add(hs, Headers.REPLAYED, "true");
+    }
     if (detailCut) {
       add(hs, Headers.OMITTED, Headers.OMITTED_DETAIL);
     }

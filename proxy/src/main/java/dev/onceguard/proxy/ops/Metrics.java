@@ -77,6 +77,8 @@ public final class Metrics implements VerdictListener, AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** {@code "route DISPOSITION/LAYER/REASON"} -> its counter. */
   private final Map<String, Counter> verdicts = new ConcurrentHashMap<>();
+  /** Replayed ACCEPTED verdicts by route (the record applied its key earlier and was consumed again). */
+  private final Map<String, Counter> replayed = new ConcurrentHashMap<>();
   /** {@code "route DISPOSITION"} -> record age at its verdict. */
   private final Map<String, Timer> ages = new ConcurrentHashMap<>();
   /** {@code "route LAYER/REASON"} -> duplicates' time since their original was confirmed (or claimed). */
@@ -170,6 +172,14 @@ public final class Metrics implements VerdictListener, AutoCloseable {
             .tag("reason", v.getReason().name())
             .register(registry))
         .increment();
+    if (v.getReplayed()) {
+      replayed.computeIfAbsent(v.getRoute(), x -> Counter.builder("onceguard.verdicts.replayed")
+              .description("ACCEPTED verdicts said again for a record that applied its key and was consumed again after a crash"
+                  + " or rebalance (the business was not called again); also counted in onceguard_verdicts_total")
+              .tag("route", v.getRoute())
+              .register(registry))
+          .increment();
+    }
     if (record != null && record.timestamp() > 0) {
       long age = System.currentTimeMillis() - record.timestamp();
       ages.computeIfAbsent(v.getRoute() + " " + v.getDisposition().name(), x -> Timer.builder("onceguard.record.age")

@@ -42,6 +42,7 @@ class MetricsTest {
       m.onVerdict(null, CACHE_HIT, false);
       m.onVerdict(null, CACHE_HIT, false);
       m.onVerdict(null, ACCEPTED, true);
+      m.onVerdict(null, ACCEPTED.toBuilder().setLayer(Layer.LEDGER).setReplayed(true).build(), false);
 
       HttpResponse<String> r = HttpClient.newHttpClient().send(
           HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
@@ -53,8 +54,11 @@ class MetricsTest {
           "reason", "CACHE_HIT").value()).isEqualTo(2.0);
       assertThat(s.one("onceguard_verdicts_total", "route", "orders", "disposition", "ACCEPTED", "layer", "STATE_MACHINE",
           "reason", "NONE").value()).isEqualTo(1.0);
+      assertThat(s.one("onceguard_verdicts_replayed_total", "route", "orders").value()).as("a replayed ACCEPTED, counted apart")
+          .isEqualTo(1.0);
       assertThat(s.named("jvm_memory_used_bytes")).isNotEmpty();
-      assertThat(m.snapshot()).isEqualTo("orders ACCEPTED/STATE_MACHINE/NONE=1, orders DUPLICATE_IGNORE/CACHE/CACHE_HIT=2");
+      assertThat(m.snapshot()).isEqualTo(
+          "orders ACCEPTED/LEDGER/NONE=1, orders ACCEPTED/STATE_MACHINE/NONE=1, orders DUPLICATE_IGNORE/CACHE/CACHE_HIT=2");
     }
   }
 
