@@ -97,7 +97,7 @@ final class GuardFixture implements AutoCloseable {
         throw e;
       }
     }
-    Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), clock, owner);
+    Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), config.routes(), clock, owner);
     guards.add(g);
     return g;
   }
@@ -199,8 +199,8 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
-      return d.appliedRows(entityId, event, fingerprint, limit);
+    public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
+      return d.appliedRows(routes, entityId, event, fingerprint, limit);
     }
 
     @Override

@@ -78,7 +78,7 @@ public final class GuardRuntime implements AutoCloseable {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
     this.store = new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize()));
-    this.guard = new Guard(store, this.cache, config.machines(), clock, owner);
+    this.guard = new Guard(store, this.cache, config.machines(), config.routes(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
     this.pullHub = new PullHub(config, apiTimer);

@@ -524,12 +524,27 @@ public final class MysqlGuardStore implements GuardStore {
   private record PendingRow(String route, String owner, int attempts, int partition, Long overdueMillis) {}
 
   @Override
-  public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+  public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
+    if (routes.isEmpty()) {
+      return CompletableFuture.completedFuture(List.of());
+    }
+    // the index (entity_id, event) finds the rows; its entries hold the primary key, whose first
+    // column is the route, so the route filter needs no extra row reads
+    StringBuilder in = new StringBuilder();
+    List<Object> args = new ArrayList<>(routes.size() + 4);
+    args.add(entityId);
+    args.add(event);
+    for (String r : routes) {
+      in.append(in.isEmpty() ? "?" : ", ?");
+      args.add(r);
+    }
+    args.add(fingerprint);
+    args.add(limit);
     return db.autocommit(c -> Db.query(c,
         "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
-            + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE'"
+            + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE' AND l.route IN (" + in + ")"
             + " ORDER BY l.fingerprint = ? DESC, l.completed_at DESC LIMIT ?",
-        MysqlGuardStore::ledgerRow, entityId, event, fingerprint, limit));
+        MysqlGuardStore::ledgerRow, args.toArray()));
   }
 
   private static Object nullable(String s) {
