@@ -64,6 +64,7 @@ public final class MysqlGuardStore implements GuardStore {
   private final String entity;
   private final String decision;
   private final String owners;
+  private final String ledgerIdTable;
   /** Claims ready together, written in one transaction (see {@link CommitGroups}). */
   private final CommitGroups<ClaimCommand, ClaimOutcome> claims;
   /** Confirms ready together, written in one transaction. */
@@ -89,6 +90,7 @@ public final class MysqlGuardStore implements GuardStore {
     this.entity = tablePrefix + "entity";
     this.decision = tablePrefix + "decision";
     this.owners = tablePrefix + "owner";
+    this.ledgerIdTable = tablePrefix + "ledger_id";
     // a group that failed for any reason but a lost race runs again claim by claim: a record whose
     // values the database refuses (or any other poison) then fails alone, and an outage fails each
     this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, this::claimGroup,
@@ -760,6 +762,28 @@ public final class MysqlGuardStore implements GuardStore {
               + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner);
       Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000");
       return null;
+    });
+  }
+
+  // -------------------------------------------------------------------------------- identity
+
+  /**
+   * The ledger's identity, which scopes the L1 keys ({@link RedisIdempotencyCache}): drawn once by
+   * the migration (schema version 4), the same for every sidecar on this database, different for
+   * any other database or this one created again. If the row is missing (an operator deleted it to
+   * draw a new id, e.g. after restoring the database from a backup), a new one is drawn here. Fails
+   * with the store if the schema predates the table.
+   */
+  public CompletionStage<String> ledgerId() {
+    return db.autocommit(c -> {
+      List<String> ids = Db.query(c, "SELECT ledger_id FROM " + ledgerIdTable + " WHERE one_row = 1", r -> r.getString(1));
+      if (!ids.isEmpty()) {
+        return ids.get(0);
+      }
+      // IGNORE: sidecars starting together draw one id, the first insert's
+      Db.update(c, "INSERT IGNORE INTO " + ledgerIdTable + " (one_row, ledger_id, created_at) VALUES (1, " + Migrations.NEW_LEDGER_ID
+          + ", " + NOW_MS + ")");
+      return Db.query(c, "SELECT ledger_id FROM " + ledgerIdTable + " WHERE one_row = 1", r -> r.getString(1)).get(0);
     });
   }
 
