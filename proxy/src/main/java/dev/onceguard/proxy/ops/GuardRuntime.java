@@ -68,6 +68,8 @@ public final class GuardRuntime implements AutoCloseable {
       if (config.mysql().migrateOnStart()) {
         int v = new Migrations(d, config.mysql().tablePrefix()).migrate();
         log.info("MySQL schema at version {} ({})", v, config.mysql());
+      } else {
+        new Migrations(d, config.mysql().tablePrefix()).requireCurrent();
       }
     } catch (RuntimeException e) {
       d.close();

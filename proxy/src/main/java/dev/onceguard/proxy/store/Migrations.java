@@ -113,7 +113,12 @@ public final class Migrations {
                 + " PRIMARY KEY (one_row)"
                 + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
             "INSERT IGNORE INTO " + p + "ledger_id (one_row, ledger_id, created_at)"
-                + " VALUES (1, " + NEW_LEDGER_ID + ", " + MysqlGuardStore.NOW_MS + ")"));
+                + " VALUES (1, " + NEW_LEDGER_ID + ", " + MysqlGuardStore.NOW_MS + ")"),
+        List.of(
+            // claims taken over from the owner while it was dead: the takeover writes the owner row
+            // it judged dead, so that on Galera a heartbeat certified meanwhile on another node
+            // conflicts with it (MysqlGuardStore.takeOverPending)
+            "ALTER TABLE " + p + "owner ADD COLUMN taken_over BIGINT NOT NULL DEFAULT 0"));
   }
 
   /**
@@ -121,6 +126,21 @@ public final class Migrations {
    * drawn by the server (no value of the caller's in the SQL).
    */
   public static final String NEW_LEDGER_ID = "LEFT(SHA2(CONCAT(UUID(), '/', RAND()), 256), 16)";
+
+  /**
+   * For a sidecar that does not migrate: fails unless the database is at the schema version this
+   * sidecar uses (its statements need every table and column of it). Blocks.
+   */
+  public void requireCurrent() {
+    int current = db.blocking(c -> {
+      List<Integer> v = Db.query(c, "SELECT COALESCE(MAX(version), 0) FROM " + p + "schema_version", r -> r.getInt(1));
+      return v.isEmpty() ? 0 : v.get(0);
+    });
+    if (current < versions().size()) {
+      throw new IllegalStateException("database schema version " + current + " (table prefix '" + p + "') is older than this sidecar"
+          + " needs (" + versions().size() + "); run the migration: `onceguard.jar migrate --config FILE`, or mysql.migrate-on-start");
+    }
+  }
 
   /** Applies missing versions; returns the schema version afterwards. Blocks. */
   public int migrate() {

@@ -473,20 +473,31 @@ public final class MysqlGuardStore implements GuardStore {
    * CAS on owner and attempt, with the claim's liveness checked again by the database in the same
    * statement: exactly one of several contenders takes a claim that is not live, and none takes a
    * live one (unless {@code force}: this owner's own abandoned attempt).
+   *
+   * <p>The owner row is read as a row to update, not as a subquery: the statement waits for a
+   * heartbeat that holds it, then reads what that heartbeat wrote (a subquery would read the last
+   * committed row at {@code READ COMMITTED}, without waiting). When the owner is dead, its
+   * {@code taken_over} count goes up: the owner row the decision rests on is then in the
+   * takeover's write set, and on Galera a heartbeat that another node certified after this node's
+   * last applied write (which this read could not see yet) fails the takeover at certification
+   * (1213: contention, retried) instead of letting it take a live owner's claim. A live owner's row
+   * is not changed (a takeover after the lease alone does not touch it).
    */
   private ClaimOutcome takeOverPending(Connection c, ClaimCommand cmd, LedgerRow row, boolean force) throws SQLException {
     ExtractedEvent e = cmd.extracted();
     long until = cmd.nowMillis() + cmd.leaseMillis();
     return Db.atomically(c, cmd.machine() != null, x -> {
+      // rows found, not changed (the driver's default): the ledger row, plus its owner row if any
       long n = Db.update(x,
-          "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
-              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?"
+          "UPDATE " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+              + " SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
+              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?,"
+              + " o.taken_over = o.taken_over + (o.alive_until <= " + NOW_MS + ")"
               + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
-              + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
-              + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
+              + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS + " OR o.alive_until <= " + NOW_MS + ")",
           cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
           cmd.route(), e.dedupKey(), row.owner(), row.attempts(), force);
-      if (n != 1) {
+      if (n < 1) {
         return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
       }
       if (cmd.machine() != null) {
