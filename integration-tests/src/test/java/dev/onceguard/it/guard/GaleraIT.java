@@ -461,7 +461,7 @@ class GaleraIT {
         var takeover = heir.claim(route, ship, source).toCompletableFuture();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (takeoverWaits(one) == 0 && !takeover.isDone() && System.nanoTime() < deadline) {
-          Thread.sleep(20);
+          Thread.sleep(50);
         }
         assertThat(takeover.isDone() ? takeover.join() : null).as("the takeover waits on the entity row").isNull();
         if (takeoverWaits(one) != 1) {
@@ -491,7 +491,11 @@ class GaleraIT {
     assertClusterWhole("after the takeover race");
   }
 
-  /** Statements on node {@code n} updating an entity's lease (in a takeover), still running. */
+  /**
+   * Statements on node {@code n} updating an entity's lease (in a takeover), still running. (Not
+   * {@code innodb_trx}: the server refreshes that table only when nobody read it for 100 ms, so
+   * polling it shows an old snapshot.)
+   */
   static long takeoverWaits(Node n) throws SQLException {
     return Long.parseLong(readOn(n, "SELECT COUNT(*) FROM information_schema.processlist WHERE db = '" + DATABASE + "'"
         + " AND state = 'Updating' AND info LIKE 'UPDATE og_entity SET pending_until%'").get(0).get(0));
