@@ -123,7 +123,7 @@ class FaultModelIT {
     store = new MysqlGuardStore(db, prefix);
     redisPrefix = "ogfm:" + database + ":";
     l1 = new RedisIdempotencyCache(new SidecarConfig.RedisConfig(ItEnv.redisUri(), java.time.Duration.ofSeconds(2), redisPrefix,
-        java.time.Duration.ofSeconds(1)), dev.onceguard.proxy.time.Clock.SYSTEM);
+        java.time.Duration.ofSeconds(1)), store.ledgerId().toCompletableFuture().join(), dev.onceguard.proxy.time.Clock.SYSTEM);
     // connected before the first run, so that every run sees L1 as it is (the cache connects in the
     // background and answers "not seen" until then)
     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);

@@ -69,7 +69,7 @@ final class Instance {
     this.route = route;
     Scheduler timers = d -> world.timer(this, d);
     MachineConfig machine = route.machine() == null ? null : config.machines().get(route.machine());
-    this.guard = new Guard(new Store(realStore), new Cache(l1), config.machines(), world, owner, timers);
+    this.guard = new Guard(new Store(realStore), new Cache(l1), config.machines(), config.routes(), world, owner, timers);
     // fixed jitter: the same schedule waits the same times
     Backoff backoff = new Backoff(route.retry().initialBackoff(), route.retry().maxBackoff(), new Random(7));
     Dispatcher business;
@@ -210,8 +210,9 @@ final class Instance {
     }
 
     @Override
-    public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
-      return call(Call.APPLIED_ROWS, entityId + " " + event, () -> real.appliedRows(entityId, event, fingerprint, limit));
+    public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint,
+        int limit) {
+      return call(Call.APPLIED_ROWS, entityId + " " + event, () -> real.appliedRows(routes, entityId, event, fingerprint, limit));
     }
 
     @Override

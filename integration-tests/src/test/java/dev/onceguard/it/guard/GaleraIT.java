@@ -415,6 +415,92 @@ class GaleraIT {
     }
   }
 
+  /**
+   * A takeover decided on a node that has not applied the owner's latest heartbeat: the owner's
+   * row reads dead on node 1, the owner heartbeats through node 2 while node 1's takeover is open,
+   * and node 1 applies that heartbeat before the takeover commits. The takeover has written the
+   * owner row it judged dead, so the heartbeat's write set conflicts with it (node 1 aborts it when
+   * it applies the heartbeat, or certification refuses it at COMMIT): contention, retried, and the
+   * retry sees the owner alive. The claim stays the owner's on every node. (With only the ledger
+   * and entity rows in its write set, the takeover would certify and take a live owner's claim.)
+   *
+   * <p>The interleaving is made deterministic by a row lock on the entity that a connection on
+   * node 1 holds: the takeover's first statement (ledger and owner rows) runs, its second (the
+   * entity's lease) waits there while the heartbeat is written and applied.
+   */
+  @org.junit.jupiter.api.Test
+  void takeoverOnANodeThatHasNotAppliedTheOwnersHeartbeat_doesNotTakeTheClaim() throws Exception {
+    Node one = nodes.get(0);
+    Node two = nodes.get(1);
+    RouteConfig route = one.config().routes().stream().filter(r -> r.name().equals("orders")).findFirst().orElseThrow();
+    Extractor extractor = new Extractor(route, one.config().machines().get(route.machine()));
+    String id = "hb-" + UUID.randomUUID().toString().substring(0, 8);
+    Guard owner = guard(two, "owner");
+    Guard heir = guard(one, "heir");
+    try {
+      Tally t = new Tally();
+      owner.heartbeat().toCompletableFuture().join();
+      for (String ev : List.of("create", "pay", "prepare")) {
+        assertThat(decide(owner, "orders", order(id, ev, "m-" + ev), t).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+      }
+      var ship = ((Extraction.Ok) extractor.extract(null, order(id, "ship", "m-ship").getBytes(StandardCharsets.UTF_8),
+          new RecordHeaders())).event();
+      Source source = new Source("orders", 0, offsets.incrementAndGet());
+      var held = ((ClaimResult.Accepted) owner.claim(route, ship, source).toCompletableFuture().join()).claim(); // 30 s lease
+      try (Connection c = connect(two); Statement st = c.createStatement()) {
+        // the owner's heartbeat ran out (as 5 s after a kill -9), by the database's clock
+        assertThat(st.executeUpdate("UPDATE og_owner SET alive_until = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 1"
+            + " WHERE owner = '" + owner.owner() + "'")).isEqualTo(1);
+      }
+      readOnEveryNode("SELECT 1"); // every node has the claim and the dead owner row
+
+      ClaimResult r;
+      try (Connection lock = connect(one); Statement st = lock.createStatement()) {
+        lock.setAutoCommit(false);
+        st.executeQuery("SELECT state FROM og_entity WHERE machine = 'order' AND entity_id = '" + id + "' FOR UPDATE").close();
+        var takeover = heir.claim(route, ship, source).toCompletableFuture();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (takeoverWaits(one) == 0 && !takeover.isDone() && System.nanoTime() < deadline) {
+          Thread.sleep(50);
+        }
+        assertThat(takeover.isDone() ? takeover.join() : null).as("the takeover waits on the entity row").isNull();
+        if (takeoverWaits(one) != 1) {
+          throw new AssertionError("the takeover's entity statement is not seen waiting on node 1 within 30 s; InnoDB transactions there: "
+              + readOn(one, "SELECT trx_state, trx_mysql_thread_id, trx_rows_modified, trx_query FROM information_schema.innodb_trx")
+              + "; connections: " + readOn(one, "SELECT id, command, state, info FROM information_schema.processlist WHERE db = '"
+              + DATABASE + "'"));
+        }
+        // the owner is alive after all: its heartbeat goes through node 2, and node 1 applies it
+        ((MysqlGuardStore) owner.store()).heartbeat(owner.owner(), 60_000).toCompletableFuture().join();
+        assertThat(readOn(one, "SELECT COUNT(*) FROM og_owner WHERE alive_until > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
+            + " AND owner = '" + owner.owner() + "'")).as("node 1 applied the heartbeat").containsExactly(List.of("1"));
+        lock.rollback();
+        r = takeover.get(30, TimeUnit.SECONDS);
+      }
+      System.out.printf("[GaleraIT] takeover against a heartbeat applied meanwhile: %s; guard contention retries %d%n",
+          r.getClass().getSimpleName(), heir.contentionRetries());
+      assertThat(r).as("a live owner's claim is not taken over").isInstanceOf(ClaimResult.Wait.class);
+      assertThat(((ClaimResult.Wait) r).kind()).isEqualTo(ClaimResult.Wait.Kind.OWN_LEASE_LIVE);
+      assertThat(readOnEveryNode("SELECT owner, attempts, status FROM og_ledger WHERE entity_id = '" + id + "' AND event = 'ship'"))
+          .as("the claim on every node").containsOnly(List.of(List.of(owner.owner(), "1", "PENDING")));
+      assertThat(owner.confirm(route, held).toCompletableFuture().join()).as("the owner confirms its claim").isTrue();
+    } finally {
+      owner.close();
+      heir.close();
+    }
+    assertClusterWhole("after the takeover race");
+  }
+
+  /**
+   * Statements on node {@code n} updating an entity's lease (in a takeover), still running. (Not
+   * {@code innodb_trx}: the server refreshes that table only when nobody read it for 100 ms, so
+   * polling it shows an old snapshot.)
+   */
+  static long takeoverWaits(Node n) throws SQLException {
+    return Long.parseLong(readOn(n, "SELECT COUNT(*) FROM information_schema.processlist WHERE db = '" + DATABASE + "'"
+        + " AND state = 'Updating' AND info LIKE 'UPDATE og_entity SET pending_until%'").get(0).get(0));
+  }
+
   static Connection connect(Node n) throws SQLException {
     return DriverManager.getConnection("jdbc:mariadb://127.0.0.1:" + n.port() + "/" + DATABASE + "?sessionVariables=wsrep_sync_wait=1",
         "root", "");
@@ -472,20 +558,25 @@ class GaleraIT {
   static List<List<List<String>>> readOnEveryNode(String sql) throws SQLException {
     List<List<List<String>>> out = new ArrayList<>();
     for (Node n : nodes) {
-      try (Connection c = connect(n);
-          Statement st = c.createStatement();
-          ResultSet r = st.executeQuery(sql)) {
-        List<List<String>> rows = new ArrayList<>();
-        while (r.next()) {
-          List<String> row = new ArrayList<>();
-          for (int i = 1; i <= r.getMetaData().getColumnCount(); i++) {
-            row.add(String.valueOf(r.getObject(i)));
-          }
-          rows.add(row);
-        }
-        out.add(rows);
-      }
+      out.add(readOn(n, sql));
     }
     return out;
+  }
+
+  /** The rows of {@code sql} as read on node {@code n}, after it applied what the cluster committed before. */
+  static List<List<String>> readOn(Node n, String sql) throws SQLException {
+    try (Connection c = connect(n);
+        Statement st = c.createStatement();
+        ResultSet r = st.executeQuery(sql)) {
+      List<List<String>> rows = new ArrayList<>();
+      while (r.next()) {
+        List<String> row = new ArrayList<>();
+        for (int i = 1; i <= r.getMetaData().getColumnCount(); i++) {
+          row.add(String.valueOf(r.getObject(i)));
+        }
+        rows.add(row);
+      }
+      return rows;
+    }
   }
 }

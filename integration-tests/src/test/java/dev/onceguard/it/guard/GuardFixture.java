@@ -58,6 +58,10 @@ final class GuardFixture implements AutoCloseable {
   final ManualClock clock = new ManualClock();
   final Db db;
   final MysqlGuardStore store;
+  /** The ledger id of this fixture's database (what its guards' L1 keys are scoped to). */
+  final String ledgerId;
+  /** Redis key prefixes other than {@link #redisPrefix} that guards of this fixture used (deleted on close). */
+  private final List<String> otherPrefixes = new java.util.concurrent.CopyOnWriteArrayList<>();
   /** The configuration as a sidecar would read it (for the command line). */
   final String yaml;
   private final List<Guard> guards = new java.util.ArrayList<>();
@@ -78,6 +82,7 @@ final class GuardFixture implements AutoCloseable {
     db = new Db(config.mysql());
     new Migrations(db, config.mysql().tablePrefix()).migrate();
     store = new MysqlGuardStore(db, config.mysql().tablePrefix());
+    ledgerId = store.ledgerId().toCompletableFuture().join();
   }
 
   /** A guard (its own owner id) on the shared store, with Redis L1 at {@code redisUri} (null: none). */
@@ -87,8 +92,22 @@ final class GuardFixture implements AutoCloseable {
 
   /** The same, on a clock of its own (a pod whose clock is off). */
   Guard guard(String owner, String redisUri, Clock clock) {
+    return guard(owner, redisUri, clock, redisPrefix);
+  }
+
+  /**
+   * A guard with L1 on the machine's Redis under {@code keyPrefix} (another deployment may use the
+   * same one); its keys are deleted on close.
+   */
+  Guard guardWithKeyPrefix(String owner, String keyPrefix) {
+    otherPrefixes.add(keyPrefix);
+    return guard(owner, REDIS, clock, keyPrefix);
+  }
+
+  private Guard guard(String owner, String redisUri, Clock clock, String keyPrefix) {
     IdempotencyCache cache = redisUri == null ? IdempotencyCache.DISABLED
-        : new RedisIdempotencyCache(new SidecarConfig.RedisConfig(redisUri, config.redis().timeout(), redisPrefix, config.redis().breakerOpenFor()), clock);
+        : new RedisIdempotencyCache(new SidecarConfig.RedisConfig(redisUri, config.redis().timeout(), keyPrefix, config.redis().breakerOpenFor()),
+            ledgerId, clock);
     if (REDIS.equals(redisUri)) {
       try {
         awaitConnected((RedisIdempotencyCache) cache);
@@ -97,7 +116,7 @@ final class GuardFixture implements AutoCloseable {
         throw e;
       }
     }
-    Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), clock, owner);
+    Guard g = new Guard(new NonClosingStore(store), cache, config.machines(), config.routes(), clock, owner);
     guards.add(g);
     return g;
   }
@@ -172,6 +191,7 @@ final class GuardFixture implements AutoCloseable {
     } finally {
       db.close();
       flushRedis();
+      otherPrefixes.forEach(ItEnv::deleteRedisKeys);
     }
   }
 
@@ -204,8 +224,8 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
-      return d.appliedRows(entityId, event, fingerprint, limit);
+    public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
+      return d.appliedRows(routes, entityId, event, fingerprint, limit);
     }
 
     @Override

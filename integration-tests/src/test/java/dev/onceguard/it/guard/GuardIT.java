@@ -302,6 +302,32 @@ class GuardIT {
     assertThat(v.getDetail()).contains("no confirmed ledger row");
   }
 
+  @Test
+  void appliedTransition_sameContentAppliedOnlyInAnotherMachine_isNotAlreadyApplied_butConflictingFact() {
+    Guard g = fx.guard(uniq("g"), null);
+    String id = uniq("o");
+    // two machines whose entity ids overlap: the order and the parcel of one id, both paid
+    String pay = order(id, "pay", "W1", "m-pay");
+    assertThat(apply(g, "orders", order(id, "create")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(g, "orders", pay).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(g, "parcels", order(id, "create")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    String otherPay = pay.replace("\"batch_no\":7", "\"batch_no\":8");
+    assertThat(apply(g, "parcels", otherPay).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+
+    // the order's pay arrives for the parcel: the parcel's pay was applied by other content; the
+    // DONE row with this content is the order's, which says nothing about the parcel
+    Verdict v = apply(g, "parcels", pay);
+    assertThat(v.getReason()).as(v.getDetail()).isEqualTo(Reason.CONFLICTING_FACT);
+    assertThat(v.getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+    assertThat(v.getApplied().getRoute()).isEqualTo("parcels");
+    assertThat(v.getApplied().getBusinessKey()).contains("batch_no=8");
+    assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND event = 'pay' AND status = 'DONE'", id))
+        .as("the order's and the parcel's pay").isEqualTo(2);
+    // the same content on another route of the order's machine is still a re-send of what the order applied
+    Verdict resent = apply(g, "orders-by-message", order(id, "pay", "W1", "m-pay-resent"));
+    assertThat(resent.getReason()).isEqualTo(Reason.ALREADY_APPLIED);
+  }
+
   // ------------------------------------------------------------------------- incident 2
 
   @Test

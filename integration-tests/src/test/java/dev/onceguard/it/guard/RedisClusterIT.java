@@ -35,7 +35,7 @@ class RedisClusterIT {
   private static void run(ClusterScript cluster, List<Integer> ports) throws Exception {
     String seeds = "redis://127.0.0.1:" + ports.get(0) + ",redis://127.0.0.1:" + ports.get(1);
     RedisIdempotencyCache cache = new RedisIdempotencyCache(
-        new RedisConfig(seeds, Duration.ofMillis(500), "ogit-cluster:", Duration.ofMillis(200), true), Clock.SYSTEM);
+        new RedisConfig(seeds, Duration.ofMillis(500), "ogit-cluster:", Duration.ofMillis(200), true), "ledger-1", Clock.SYSTEM);
     try {
       awaitConnected(cache);
       int n = 300;

@@ -16,7 +16,9 @@ import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -65,6 +67,8 @@ public final class Guard implements AutoCloseable {
   private final GuardStore store;
   private final IdempotencyCache cache;
   private final Map<String, StateMachine> machines = new HashMap<>();
+  /** Machine name to the configured routes that drive it. */
+  private final Map<String, List<String>> machineRoutes = new HashMap<>();
   private final Clock clock;
   private final String owner;
   /** Waits out the jitter before a store step that lost a race runs again. */
@@ -91,9 +95,30 @@ public final class Guard implements AutoCloseable {
   /** As the other constructor, with the timer of the contention retries' jitter injected (tests). */
   public Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, Clock clock, String owner,
       Scheduler jitter) {
+    this(store, cache, machines, List.of(), clock, owner, jitter);
+  }
+
+  /**
+   * @param routes the configured routes: a transition applied already is compared with the DONE
+   *     rows of the routes of the same machine only (without them, of the claiming route only)
+   */
+  public Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, List<RouteConfig> routes, Clock clock,
+      String owner) {
+    this(store, cache, machines, routes, clock, owner,
+        d -> CompletableFuture.runAsync(() -> {}, CompletableFuture.delayedExecutor(d.toMillis(), TimeUnit.MILLISECONDS)));
+  }
+
+  /** As the previous constructor, with the timer of the contention retries' jitter injected (tests). */
+  public Guard(GuardStore store, IdempotencyCache cache, Map<String, MachineConfig> machines, List<RouteConfig> routes, Clock clock,
+      String owner, Scheduler jitter) {
     this.store = store;
     this.cache = cache;
     machines.forEach((k, v) -> this.machines.put(k, new StateMachine(v)));
+    for (RouteConfig r : routes) {
+      if (r.machine() != null) {
+        machineRoutes.computeIfAbsent(r.machine(), m -> new ArrayList<>()).add(r.name());
+      }
+    }
     this.clock = clock;
     this.owner = owner;
     this.jitter = jitter;
@@ -187,11 +212,26 @@ public final class Guard implements AutoCloseable {
           });
     }
     if (d instanceof ClaimPolicy.CompareApplied c) {
-      return retryingContention(() -> store.appliedRows(a.extracted().entityId(), a.extracted().event(), a.extracted().fingerprint(),
-              APPLIED_ROWS_LIMIT), 1)
+      return retryingContention(() -> store.appliedRows(routesOf(cmd.machine(), a.route()), a.extracted().entityId(),
+              a.extracted().event(), a.extracted().fingerprint(), APPLIED_ROWS_LIMIT), 1)
           .thenApply(rows -> ClaimPolicy.onApplied(a, c.entity(), rows));
     }
     return again(a, cmd, races, ((ClaimPolicy.Again) d).why());
+  }
+
+  /**
+   * The routes whose DONE rows can tell that a transition of {@code machine} was applied: those
+   * configured for it, and {@code route} itself. Another machine's rows never can, though its
+   * entity ids and event names may be the same.
+   */
+  private List<String> routesOf(String machine, String route) {
+    List<String> known = machineRoutes.getOrDefault(machine, List.of());
+    if (known.contains(route)) {
+      return known;
+    }
+    List<String> out = new ArrayList<>(known);
+    out.add(route);
+    return out;
   }
 
   /** A race made the facts stale: claim from the start again, a bounded number of times. */

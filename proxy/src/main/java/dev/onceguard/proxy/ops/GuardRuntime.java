@@ -70,18 +70,21 @@ public final class GuardRuntime implements AutoCloseable {
       if (config.mysql().migrateOnStart()) {
         int v = new Migrations(d, config.mysql().tablePrefix()).migrate();
         log.info("MySQL schema at version {} ({})", v, config.mysql());
+      } else {
+        new Migrations(d, config.mysql().tablePrefix()).requireCurrent();
       }
     } catch (RuntimeException e) {
       d.close();
       throw e;
     }
-    this.cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), clock) : IdempotencyCache.DISABLED;
+    this.store = new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize()));
+    this.cache = config.redis().enabled() ? new RedisIdempotencyCache(config.redis(), ledgerId(store, config), clock)
+        : IdempotencyCache.DISABLED;
     if (!config.redis().enabled()) {
       log.info("redis.uri not set: L1 cache disabled (correct, but every replay costs a MySQL round trip)");
     }
     this.db = d;
-    this.store = new MysqlGuardStore(d, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(config.mysql().poolSize()));
-    this.guard = new Guard(store, this.cache, config.machines(), clock, owner);
+    this.guard = new Guard(store, this.cache, config.machines(), config.routes(), clock, owner);
     this.escalator = new Escalator(config.kafka().bootstrapServers(), config.kafka().properties(), "onceguard-escalator-" + config.instanceId());
     this.apiTimer = new ExecutorScheduler("onceguard-api-timer");
     this.pullHub = new PullHub(config, apiTimer);
@@ -97,6 +100,10 @@ public final class GuardRuntime implements AutoCloseable {
         java.util.concurrent.TimeUnit.MILLISECONDS);
     long retention = config.mysql().decisionRetention().toMillis();
     housekeeping.scheduleWithFixedDelay(() -> purge(clock.nowMillis() - retention, 0), 1, 10, java.util.concurrent.TimeUnit.MINUTES);
+    if (cache instanceof RedisIdempotencyCache redis) {
+      housekeeping.scheduleWithFixedDelay(() -> followLedgerId(redis), LEDGER_ID_CHECK_SECONDS, LEDGER_ID_CHECK_SECONDS,
+          java.util.concurrent.TimeUnit.SECONDS);
+    }
     this.guardService = new GuardService(config, guard, apiTimer);
     log.info("guard ready: owner {}", owner);
   }
@@ -112,6 +119,36 @@ public final class GuardRuntime implements AutoCloseable {
     long records = config.routes().stream().mapToLong(RouteConfig::maxInFlight).sum();
     long steps = 2 * records + 2L * GuardService.callBound(config) + Guard.DECISION_LOG_SLOTS + config.mysql().poolSize() + 16;
     return (int) Math.min(Integer.MAX_VALUE, steps);
+  }
+
+  /** How often the ledger id is read again, so that L1 follows a database created again under a running process. */
+  static final long LEDGER_ID_CHECK_SECONDS = 10;
+
+  /**
+   * The ledger id that scopes the L1 keys, read at start. Without it no L1 key can be told to be
+   * this ledger's, so the process does not start (the schema predates it: run the migration).
+   */
+  private static String ledgerId(MysqlGuardStore store, SidecarConfig config) {
+    try {
+      String id = store.ledgerId().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      log.info("ledger id {}: L1 keys are {}{}:<route>:<dedup key>", id, config.redis().keyPrefix(), id);
+      return id;
+    } catch (Exception e) {
+      store.close();
+      Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
+      throw new IllegalStateException("could not read the ledger id from " + config.mysql().tablePrefix() + "ledger_id, which scopes "
+          + "the Redis L1 keys (schema version 4; run the migration: mysql.migrate-on-start or `onceguard.jar migrate`): " + cause, cause);
+    }
+  }
+
+  private void followLedgerId(RedisIdempotencyCache redis) {
+    store.ledgerId().whenComplete((id, e) -> {
+      if (e == null && !id.equals(redis.ledgerId())) {
+        log.warn("the ledger id changed from {} to {} (the database was created again, or a new id was drawn after a restore): "
+            + "L1 now reads and writes the keys of the new one only", redis.ledgerId(), id);
+        redis.ledgerId(id);
+      }
+    });
   }
 
   private void awaitFirstHeartbeat() {

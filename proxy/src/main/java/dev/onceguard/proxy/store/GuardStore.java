@@ -68,10 +68,12 @@ public interface GuardStore extends AutoCloseable {
   CompletionStage<List<LedgerRow>> pendingRows(String entityId, String pendingKey);
 
   /**
-   * The DONE ledger rows of one entity and event (any route), the ones with {@code fingerprint}
-   * first, at most {@code limit}. Read only when a CAS was lost to an applied transition.
+   * The DONE ledger rows of one entity and event on {@code routes} (the routes of the entity's
+   * machine: the ledger has no machine column, and another machine's entity may have the same id
+   * and an event of the same name), the ones with {@code fingerprint} first, at most {@code limit}.
+   * Read only when a CAS was lost to an applied transition.
    */
-  CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit);
+  CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit);
 
   /** Marks the claim DONE and clears the entity's pending key. False if the claim was lost. */
   CompletionStage<Boolean> confirm(Claim claim, long nowMillis);

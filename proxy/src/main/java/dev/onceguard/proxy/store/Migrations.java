@@ -100,7 +100,46 @@ public final class Migrations {
         List.of(
             // a duplicate's time since its original was confirmed: what `ttl-advice --from-db` reads.
             // One statement, so that a migration cut off midway can simply run again.
-            "ALTER TABLE " + p + "decision ADD COLUMN original_age_ms BIGINT NULL, ADD KEY " + p + "decision_route_at (route, at_ms)"));
+            "ALTER TABLE " + p + "decision ADD COLUMN original_age_ms BIGINT NULL, ADD KEY " + p + "decision_route_at (route, at_ms)"),
+        List.of(
+            // The ledger's identity: a random id, drawn once here, that scopes the Redis L1 keys
+            // (RedisIdempotencyCache), so that L1 only answers for facts of this ledger. Sidecars
+            // on this database share it; another database, or this one created again, draws its
+            // own. Both statements can run again (IF NOT EXISTS, IGNORE keeps the first id).
+            "CREATE TABLE IF NOT EXISTS " + p + "ledger_id ("
+                + " one_row TINYINT NOT NULL,"
+                + " ledger_id CHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,"
+                + " created_at BIGINT NOT NULL,"
+                + " PRIMARY KEY (one_row)"
+                + ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+            "INSERT IGNORE INTO " + p + "ledger_id (one_row, ledger_id, created_at)"
+                + " VALUES (1, " + NEW_LEDGER_ID + ", " + MysqlGuardStore.NOW_MS + ")"),
+        List.of(
+            // claims taken over from the owner while it was dead: the takeover writes the owner row
+            // it judged dead, so that on Galera a heartbeat certified meanwhile on another node
+            // conflicts with it (MysqlGuardStore.takeOverPending)
+            "ALTER TABLE " + p + "owner ADD COLUMN taken_over BIGINT NOT NULL DEFAULT 0"));
+  }
+
+  /**
+   * SQL for a new ledger id: 16 hex digits (64 bits) of a digest of a UUID and a random number,
+   * drawn by the server (no value of the caller's in the SQL).
+   */
+  public static final String NEW_LEDGER_ID = "LEFT(SHA2(CONCAT(UUID(), '/', RAND()), 256), 16)";
+
+  /**
+   * For a sidecar that does not migrate: fails unless the database is at the schema version this
+   * sidecar uses (its statements need every table and column of it). Blocks.
+   */
+  public void requireCurrent() {
+    int current = db.blocking(c -> {
+      List<Integer> v = Db.query(c, "SELECT COALESCE(MAX(version), 0) FROM " + p + "schema_version", r -> r.getInt(1));
+      return v.isEmpty() ? 0 : v.get(0);
+    });
+    if (current < versions().size()) {
+      throw new IllegalStateException("database schema version " + current + " (table prefix '" + p + "') is older than this sidecar"
+          + " needs (" + versions().size() + "); run the migration: `onceguard.jar migrate --config FILE`, or mysql.migrate-on-start");
+    }
   }
 
   /** Applies missing versions; returns the schema version afterwards. Blocks. */

@@ -64,6 +64,7 @@ public final class MysqlGuardStore implements GuardStore {
   private final String entity;
   private final String decision;
   private final String owners;
+  private final String ledgerIdTable;
   /** Claims ready together, written in one transaction (see {@link CommitGroups}). */
   private final CommitGroups<ClaimCommand, ClaimOutcome> claims;
   /** Confirms ready together, written in one transaction. */
@@ -89,6 +90,7 @@ public final class MysqlGuardStore implements GuardStore {
     this.entity = tablePrefix + "entity";
     this.decision = tablePrefix + "decision";
     this.owners = tablePrefix + "owner";
+    this.ledgerIdTable = tablePrefix + "ledger_id";
     // a group that failed for any reason but a lost race runs again claim by claim: a record whose
     // values the database refuses (or any other poison) then fails alone, and an outage fails each
     // each waiting queue holds at most as many items as the pool's own queue (see Db: a backstop
@@ -492,6 +494,15 @@ public final class MysqlGuardStore implements GuardStore {
    * CAS on owner and attempt, with the claim's liveness checked again by the database in the same
    * statement: exactly one of several contenders takes a claim that is not live, and none takes a
    * live one (unless {@code force}: this owner's own abandoned attempt).
+   *
+   * <p>The owner row is read as a row to update, not as a subquery: the statement waits for a
+   * heartbeat that holds it, then reads what that heartbeat wrote (a subquery would read the last
+   * committed row at {@code READ COMMITTED}, without waiting). When the owner is dead, its
+   * {@code taken_over} count goes up: the owner row the decision rests on is then in the
+   * takeover's write set, and on Galera a heartbeat that another node certified after this node's
+   * last applied write (which this read could not see yet) fails the takeover at certification
+   * (1213: contention, retried) instead of letting it take a live owner's claim. A live owner's row
+   * is not changed (a takeover after the lease alone does not touch it).
    */
   private ClaimOutcome takeOverPending(Connection c, ClaimCommand cmd, LedgerRow row, boolean force) throws SQLException {
     ExtractedEvent e = cmd.extracted();
@@ -500,18 +511,20 @@ public final class MysqlGuardStore implements GuardStore {
     // and fingerprint: they are what the business was sent under that key
     boolean sameKey = row.dedupKey().equals(e.dedupKey());
     return Db.atomically(c, cmd.machine() != null, x -> {
+      // rows found, not changed (the driver's default): the ledger row, plus its owner row if any
       long n = Db.update(x,
           // the record's business key and fingerprint as read now: a takeover of this very record
           // after a configuration change (ClaimPolicy) confirms what the record is under it
-          "UPDATE " + ledger + " l SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
-              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?, l.business_key = ?, l.fingerprint = ?"
+          "UPDATE " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
+              + " SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
+              + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?, l.business_key = ?, l.fingerprint = ?,"
+              + " o.taken_over = o.taken_over + (o.alive_until <= " + NOW_MS + ")"
               + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
-              + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS
-              + " OR EXISTS (SELECT 1 FROM " + owners + " o WHERE o.owner = l.owner AND o.alive_until <= " + NOW_MS + "))",
+              + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS + " OR o.alive_until <= " + NOW_MS + ")",
           cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
           sameKey ? e.businessKey() : row.businessKey(), sameKey ? e.fingerprint() : row.fingerprint(), cmd.route(), row.dedupKey(),
           row.owner(), row.attempts(), force);
-      if (n != 1) {
+      if (n < 1) {
         return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
       }
       if (cmd.machine() != null) {
@@ -561,12 +574,27 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   @Override
-  public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+  public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
+    if (routes.isEmpty()) {
+      return CompletableFuture.completedFuture(List.of());
+    }
+    // the index (entity_id, event) finds the rows; its entries hold the primary key, whose first
+    // column is the route, so the route filter needs no extra row reads
+    StringBuilder in = new StringBuilder();
+    List<Object> args = new ArrayList<>(routes.size() + 4);
+    args.add(entityId);
+    args.add(event);
+    for (String r : routes) {
+      in.append(in.isEmpty() ? "?" : ", ?");
+      args.add(r);
+    }
+    args.add(fingerprint);
+    args.add(limit);
     return db.autocommit(c -> Db.query(c,
         "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
-            + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE'"
+            + " WHERE l.entity_id = ? AND l.event = ? AND l.status = 'DONE' AND l.route IN (" + in + ")"
             + " ORDER BY l.fingerprint = ? DESC, l.completed_at DESC LIMIT ?",
-        MysqlGuardStore::ledgerRow, entityId, event, fingerprint, limit));
+        MysqlGuardStore::ledgerRow, args.toArray()));
   }
 
   private static Object nullable(String s) {
@@ -800,6 +828,28 @@ public final class MysqlGuardStore implements GuardStore {
               + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner);
       Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000");
       return null;
+    });
+  }
+
+  // -------------------------------------------------------------------------------- identity
+
+  /**
+   * The ledger's identity, which scopes the L1 keys ({@link RedisIdempotencyCache}): drawn once by
+   * the migration (schema version 4), the same for every sidecar on this database, different for
+   * any other database or this one created again. If the row is missing (an operator deleted it to
+   * draw a new id, e.g. after restoring the database from a backup), a new one is drawn here. Fails
+   * with the store if the schema predates the table.
+   */
+  public CompletionStage<String> ledgerId() {
+    return db.autocommit(c -> {
+      List<String> ids = Db.query(c, "SELECT ledger_id FROM " + ledgerIdTable + " WHERE one_row = 1", r -> r.getString(1));
+      if (!ids.isEmpty()) {
+        return ids.get(0);
+      }
+      // IGNORE: sidecars starting together draw one id, the first insert's
+      Db.update(c, "INSERT IGNORE INTO " + ledgerIdTable + " (one_row, ledger_id, created_at) VALUES (1, " + Migrations.NEW_LEDGER_ID
+          + ", " + NOW_MS + ")");
+      return Db.query(c, "SELECT ledger_id FROM " + ledgerIdTable + " WHERE one_row = 1", r -> r.getString(1)).get(0);
     });
   }
 

@@ -36,7 +36,11 @@ import org.slf4j.LoggerFactory;
  * Redis for {@code breaker-open-for} after a failure so that an outage costs one timeout per
  * interval, not one per record. An outage is logged once when it starts and once when it ends.
  *
- * <p>Keys are {@code <key-prefix><route>:<dedup key>}; the value is the record's fingerprint, so
+ * <p>Keys are {@code <key-prefix><ledger id>:<route>:<dedup key>}. The ledger id is the identity of
+ * the MySQL ledger this cache stands in front of ({@code <table-prefix>ledger_id}, drawn once by
+ * the migration): a hit says "duplicate", which only this ledger may say, so deployments with
+ * ledgers of their own never answer each other's records, even on one Redis with one key prefix;
+ * sidecars on one ledger share their keys. The value is the record's fingerprint, so
  * that a hit is only a hit for the same content, and when it was confirmed
  * ({@code <fingerprint>@<epoch ms>}), so that a hit tells the duplicate's age. Only single-key GET and SET are used, so a Redis
  * Cluster ({@code redis.mode: cluster}) works the same way: lettuce's cluster client sends each key
@@ -52,6 +56,8 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
 
   private final RedisConfig cfg;
   private final Clock clock;
+  /** {@code <key-prefix><ledger id>:}, the start of every key. */
+  private volatile String scope;
   private final Link link;
   private final AtomicReference<Connection> conn = new AtomicReference<>();
   private final AtomicBoolean connecting = new AtomicBoolean();
@@ -62,9 +68,14 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
   private final Map<String, Counts> counts = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
-  public RedisIdempotencyCache(RedisConfig cfg, Clock clock) {
+  /**
+   * @param ledgerId the identity of the ledger behind this cache (see the class comment): keys of
+   *     another ledger id are never read
+   */
+  public RedisIdempotencyCache(RedisConfig cfg, String ledgerId, Clock clock) {
     this.cfg = cfg;
     this.clock = clock;
+    this.scope = scope(cfg, ledgerId);
     // lettuce bounds a whole (re)connect (TCP, TLS handshake, HELLO/AUTH) by the URI's timeout; at
     // redis.timeout (200 ms) a TLS handshake on a busy host did not fit. Commands stay bounded by
     // redis.timeout (TimeoutOptions below), and nothing waits for a connect (it runs on its own).
@@ -165,8 +176,30 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
     });
   }
 
+  private static String scope(RedisConfig cfg, String ledgerId) {
+    if (ledgerId == null || ledgerId.isEmpty()) {
+      throw new IllegalArgumentException("a ledger id is required: L1 keys are scoped to the ledger");
+    }
+    return cfg.keyPrefix() + ledgerId + ":";
+  }
+
+  /**
+   * Moves to the keys of another ledger id (the ledger's identity changed under a running process:
+   * the database was created again, or an operator drew a new id after a restore). Keys of the old
+   * id are never read again; they expire with their TTL.
+   */
+  public void ledgerId(String ledgerId) {
+    this.scope = scope(cfg, ledgerId);
+  }
+
+  /** The ledger id the keys are scoped to. */
+  public String ledgerId() {
+    String s = scope;
+    return s.substring(cfg.keyPrefix().length(), s.length() - 1);
+  }
+
   private String key(String route, String dedupKey) {
-    return cfg.keyPrefix() + route + ":" + dedupKey;
+    return scope + route + ":" + dedupKey;
   }
 
   /**

@@ -56,7 +56,7 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
-  public CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+  public CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
     return CompletableFuture.completedFuture(List.of());
   }
 

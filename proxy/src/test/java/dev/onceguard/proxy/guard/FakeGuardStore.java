@@ -84,6 +84,8 @@ final class FakeGuardStore implements GuardStore {
   final Queue<Answer<Claim, Boolean>> renews = new ArrayDeque<>();
   final Queue<Answer<String, Boolean>> releases = new ArrayDeque<>();
   final Queue<Answer<String, List<LedgerRow>>> appliedRows = new ArrayDeque<>();
+  /** The routes of each appliedRows call, in order. */
+  final List<List<String>> appliedRowsRoutes = new ArrayList<>();
 
   /** Every call, in order: {@code claim}, {@code takeOver force=…}, {@code confirm}, … */
   final List<String> calls = Collections.synchronizedList(new ArrayList<>());
@@ -173,7 +175,9 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
-  public synchronized CompletionStage<List<LedgerRow>> appliedRows(String entityId, String event, String fingerprint, int limit) {
+  public synchronized CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint,
+      int limit) {
+    appliedRowsRoutes.add(routes);
     calls.add("appliedRows " + entityId + " " + event + " limit=" + limit);
     return next(appliedRows, fingerprint, List::of);
   }

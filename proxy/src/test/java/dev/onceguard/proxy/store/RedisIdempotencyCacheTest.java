@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.onceguard.proxy.config.SidecarConfig.RedisConfig;
@@ -23,7 +24,7 @@ class RedisIdempotencyCacheTest {
   @Test
   void redisUnreachable_countsSkippedCallsPerRoute_andReportsL1Unavailable() throws Exception {
     RedisConfig cfg = new RedisConfig("redis://127.0.0.1:" + closedPort(), Duration.ofMillis(200), "og:", Duration.ofSeconds(30));
-    try (RedisIdempotencyCache cache = new RedisIdempotencyCache(cfg, Clock.SYSTEM)) {
+    try (RedisIdempotencyCache cache = new RedisIdempotencyCache(cfg, "ledger-1", Clock.SYSTEM)) {
       await().atMost(Duration.ofSeconds(10)).until(() -> !cache.available());
       assertThat(cache.seen("orders", "k1", "f").toCompletableFuture().get()).isNull();
       assertThat(cache.seen("orders", "k2", "f").toCompletableFuture().get()).isNull();
@@ -34,6 +35,18 @@ class RedisIdempotencyCacheTest {
       assertThat(cache.counts("orders").hits() + cache.counts("orders").misses()).isZero();
       assertThat(cache.skipped()).isEqualTo(3);
       assertThat(cache.failures()).as("the failed connect").isPositive();
+    }
+  }
+
+  @Test
+  void keysAreScopedToALedgerId_whichIsRequired_andFollowsAChange() throws Exception {
+    RedisConfig cfg = new RedisConfig("redis://127.0.0.1:" + closedPort(), Duration.ofMillis(200), "og:", Duration.ofSeconds(30));
+    assertThatThrownBy(() -> new RedisIdempotencyCache(cfg, "", Clock.SYSTEM)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("ledger id");
+    try (RedisIdempotencyCache cache = new RedisIdempotencyCache(cfg, "0123456789abcdef", Clock.SYSTEM)) {
+      assertThat(cache.ledgerId()).isEqualTo("0123456789abcdef");
+      cache.ledgerId("fedcba9876543210");
+      assertThat(cache.ledgerId()).isEqualTo("fedcba9876543210");
     }
   }
 }
