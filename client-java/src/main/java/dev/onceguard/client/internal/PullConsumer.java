@@ -15,7 +15,6 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.Deque;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -27,6 +26,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -46,15 +46,16 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The mechanics behind {@code OnceGuardConsumer}: one {@code Deliveries.Subscribe} stream at a
- * time, the buffer of received deliveries, the deliveries returned by poll and not yet
- * acknowledged, and the Kafka-shaped bookkeeping around them (subscription, assignment, paused
- * partitions, rebalance listener, commit callbacks).
+ * time, the buffer of received deliveries, and the Kafka-shaped bookkeeping around them
+ * (subscription, rebalance listener, commit callbacks, and one {@link PartitionState} per
+ * partition: assignment, pause, position, the deliveries returned by poll and not yet
+ * acknowledged, committed offset).
  *
  * <p>Threading mirrors {@code KafkaConsumer}: every method except {@link #wakeup()} must be
  * called from one thread at a time (checked, {@code ConcurrentModificationException}). gRPC
- * threads only put {@link StreamEvent}s on a queue; all state changes happen on the calling
- * thread, inside poll, commit, close and the like, which is also where listener and commit
- * callbacks run.
+ * threads only put {@link StreamEvent}s on a queue; all state changes, partition states
+ * included, happen on the calling thread, inside poll, commit, close and the like, which is
+ * also where listener and commit callbacks run.
  *
  * <p>Streams: the first {@code subscribe} opens one. When it ends without being asked to
  * (sidecar restart, network), the deliveries it had buffered are dropped and the ones returned
@@ -103,19 +104,19 @@ public final class PullConsumer<K, V> {
   private final Set<String> matchedTopics = new LinkedHashSet<>();
   private SubscriberStream stream; // null: none open
   private final Deque<Delivery> received = new ArrayDeque<>();
-  private final Outstanding outstanding = new Outstanding();
-  private final Set<TopicPartition> assignment = new LinkedHashSet<>();
-  private final Set<TopicPartition> paused = new LinkedHashSet<>();
+  /**
+   * One state per partition the consumer knows of: assigned on the current stream, paused, or
+   * with a committed offset. In assignment order among the assigned ones ({@link #assign}).
+   */
+  private final Map<TopicPartition, PartitionState> states = new LinkedHashMap<>();
+  /** The last order given to {@link PartitionState#addOutstanding}. */
+  private long outstandingOrder;
   private final Deque<Runnable> completedCommits = new ArrayDeque<>();
   private int failedStreams;
   private long nextStreamAtNanos = System.nanoTime();
   private boolean closed;
   private final ConsumerMetrics metrics;
   private EscalationListener escalationListener;
-  /** Next offset after the highest record poll returned, per partition (position). */
-  private final Map<TopicPartition, Long> handedOut = new HashMap<>();
-  /** Next offset after the highest record acknowledged OK, per partition (committed). */
-  private final Map<TopicPartition, Long> acknowledgedNext = new HashMap<>();
   /** The last stream ended unexpectedly: the next one is a reconnect, and logs stay quiet. */
   private boolean outage;
   private int outageRetries;
@@ -258,7 +259,7 @@ public final class PullConsumer<K, V> {
     filter = newFilter;
     listener = rebalanceListener;
     matchedTopics.clear();
-    for (TopicPartition p : assignment) {
+    for (TopicPartition p : assignedPartitions()) {
       if (filter.matches(p.topic())) {
         matchedTopics.add(p.topic());
       }
@@ -286,7 +287,8 @@ public final class PullConsumer<K, V> {
       filter = null;
       listener = NO_LISTENER;
       matchedTopics.clear();
-      paused.clear();
+      states.values().forEach(PartitionState::resume);
+      pruneUnused();
     }
   }
 
@@ -307,7 +309,7 @@ public final class PullConsumer<K, V> {
   public Set<TopicPartition> assignment() {
     acquireAndEnsureOpen();
     try {
-      return Set.copyOf(assignment);
+      return Set.copyOf(assignedPartitions());
     } finally {
       access.release();
     }
@@ -441,7 +443,7 @@ public final class PullConsumer<K, V> {
     failedStreams = 0; // the stream works: the next break starts the backoff from the beginning
     received.add(delivery);
     TopicPartition partition = RecordConverter.topicPartition(delivery);
-    if (assignment.add(partition)) {
+    if (assign(partition)) {
       if (filter.matches(partition.topic())) {
         matchedTopics.add(partition.topic());
       }
@@ -463,7 +465,7 @@ public final class PullConsumer<K, V> {
     List<Delivery> batch = new ArrayList<>();
     for (Iterator<Delivery> it = received.iterator(); it.hasNext() && batch.size() < settings.maxPollRecords(); ) {
       Delivery d = it.next();
-      if (!paused.contains(RecordConverter.topicPartition(d))) {
+      if (!isPaused(RecordConverter.topicPartition(d))) {
         it.remove();
         batch.add(d);
       }
@@ -496,7 +498,7 @@ public final class PullConsumer<K, V> {
       // arrive out of offset order. Sorting each partition's records keeps the Kafka habit of
       // committing record.offset() + 1 after each record safe within one batch.
       byPartition.values().forEach(list -> list.sort(Comparator.comparingLong(ConsumerRecord::offset)));
-      records = recordsFactory.create(byPartition, Outstanding.nextOffsets(returned));
+      records = recordsFactory.create(byPartition, nextOffsets(returned));
     } catch (Throwable t) { // Errors too: a NoSuchMethodError must not cost a record either
       for (int i = batch.size() - 1; i >= 0; i--) {
         received.addFirst(batch.get(i));
@@ -505,17 +507,17 @@ public final class PullConsumer<K, V> {
     }
     // The batch is built; from here poll returns it.
     for (Delivery d : returned) {
-      outstanding.add(RecordConverter.topicPartition(d), d);
+      state(RecordConverter.topicPartition(d)).addOutstanding(d, ++outstandingOrder);
     }
     for (Refusal r : refused) {
       refuseUndeserializable(r.delivery(), r.failure());
     }
     for (Delivery d : batch) {
-      handedOut.merge(RecordConverter.topicPartition(d), d.getRecord().getOffset() + 1, Math::max);
+      state(RecordConverter.topicPartition(d)).handedOut(d.getRecord().getOffset());
     }
     metrics.polled.addAndGet(returned.size());
     metrics.refused.addAndGet(refused.size());
-    metrics.inFlight = outstanding.size();
+    metrics.inFlight = inFlight();
     return records;
   }
 
@@ -582,7 +584,12 @@ public final class PullConsumer<K, V> {
   public void commitAsync(OffsetCommitCallback callback) {
     acquireAndEnsureOpen();
     try {
-      Map<TopicPartition, OffsetAndMetadata> offsets = outstanding.nextOffsets();
+      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      states.forEach((p, s) -> {
+        if (s.hasOutstanding()) {
+          offsets.put(p, s.outstandingNext());
+        }
+      });
       Exception error = null;
       try {
         commitAll();
@@ -627,7 +634,8 @@ public final class PullConsumer<K, V> {
       }
       requireLiveStreamForOutstanding();
       TopicPartition partition = new TopicPartition(record.topic(), record.partition());
-      Delivery d = outstanding.take(partition, record.offset());
+      PartitionState state = states.get(partition);
+      Delivery d = state == null ? null : state.takeOutstanding(record.offset());
       if (d == null) {
         throw new IllegalStateException(String.format(
             "%s@%d is not outstanding: it was not returned by poll() on this consumer, was already committed,"
@@ -636,7 +644,7 @@ public final class PullConsumer<K, V> {
       }
       stream.ack(d.getDeliveryId(), result);
       (result.getOutcome() == HandleResult.Outcome.REJECT ? metrics.rejected : metrics.retried).incrementAndGet();
-      metrics.inFlight = outstanding.size();
+      metrics.inFlight = inFlight();
     } finally {
       access.release();
     }
@@ -653,27 +661,52 @@ public final class PullConsumer<K, V> {
 
   private Map<TopicPartition, OffsetAndMetadata> commitAll() {
     requireLiveStreamForOutstanding();
-    return acknowledge(outstanding.takeAll());
+    List<Delivery> all = new ArrayList<>();
+    states.values().stream()
+        .filter(PartitionState::hasOutstanding)
+        .sorted(Comparator.comparingLong(PartitionState::outstandingOrder))
+        .forEach(s -> all.addAll(s.takeAllOutstanding()));
+    return acknowledge(all);
   }
 
   private void commitBelow(Map<TopicPartition, OffsetAndMetadata> offsets) {
     requireLiveStreamForOutstanding();
-    acknowledge(outstanding.takeBelow(offsets));
+    List<Delivery> below = new ArrayList<>();
+    offsets.forEach((partition, next) -> {
+      PartitionState state = states.get(partition);
+      if (state != null && next != null) {
+        below.addAll(state.takeOutstandingBelow(next.offset()));
+      }
+    });
+    acknowledge(below);
   }
 
   private Map<TopicPartition, OffsetAndMetadata> acknowledge(List<Delivery> deliveries) {
     for (Delivery d : deliveries) {
       stream.ack(d.getDeliveryId(), OK);
     }
-    Map<TopicPartition, OffsetAndMetadata> next = Outstanding.nextOffsets(deliveries);
-    next.forEach((p, o) -> acknowledgedNext.merge(p, o.offset(), Math::max));
+    Map<TopicPartition, OffsetAndMetadata> next = nextOffsets(deliveries);
+    next.forEach((p, o) -> state(p).acknowledged(o.offset()));
     metrics.acknowledged.addAndGet(deliveries.size());
-    metrics.inFlight = outstanding.size();
+    metrics.inFlight = inFlight();
+    return next;
+  }
+
+  /** The next offset per partition for a list of deliveries: highest offset + 1. */
+  private static Map<TopicPartition, OffsetAndMetadata> nextOffsets(List<Delivery> deliveries) {
+    Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+    for (Delivery d : deliveries) {
+      long candidate = d.getRecord().getOffset() + 1;
+      next.merge(
+          RecordConverter.topicPartition(d),
+          new OffsetAndMetadata(candidate),
+          (a, b) -> a.offset() >= b.offset() ? a : b);
+    }
     return next;
   }
 
   private void requireLiveStreamForOutstanding() {
-    if (!outstanding.isEmpty() && stream.isEnded()) {
+    if (inFlight() > 0 && stream.isEnded()) {
       throw new CommitFailedException(String.format(
           "The stream to the sidecar for route '%s' ended before these records were acknowledged; the sidecar"
               + " redelivers them (redelivery=true) on the next subscription, which poll() opens.",
@@ -718,8 +751,8 @@ public final class PullConsumer<K, V> {
       requirePartitions(partitions);
       Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
       for (TopicPartition p : partitions) {
-        Long next = acknowledgedNext.get(p);
-        out.put(p, next == null ? null : new OffsetAndMetadata(next));
+        PartitionState state = states.get(p);
+        out.put(p, state == null ? null : state.committed());
       }
       return out;
     } finally {
@@ -744,17 +777,18 @@ public final class PullConsumer<K, V> {
   }
 
   private long positionLocked(TopicPartition partition) {
-    Long next = handedOut.get(partition);
-    if (next != null) {
-      return next;
-    }
+    return states.get(partition).position(() -> lowestBuffered(partition));
+  }
+
+  /** The lowest offset of the partition received and not returned by poll; MAX_VALUE if none. */
+  private long lowestBuffered(TopicPartition partition) {
     long lowest = Long.MAX_VALUE;
     for (Delivery d : received) {
       if (RecordConverter.topicPartition(d).equals(partition)) {
         lowest = Math.min(lowest, d.getRecord().getOffset());
       }
     }
-    return lowest != Long.MAX_VALUE ? lowest : acknowledgedNext.getOrDefault(partition, 0L);
+    return lowest;
   }
 
   /**
@@ -774,7 +808,7 @@ public final class PullConsumer<K, V> {
       if (offset < 0) {
         throw new IllegalArgumentException("seek offset must not be negative");
       }
-      List<Delivery> back = outstanding.takeFrom(partition, offset);
+      List<Delivery> back = states.get(partition).rewindTo(offset);
       if (back.isEmpty()) {
         if (offset != positionLocked(partition)) {
           throw new UnsupportedOperationException(String.format(
@@ -786,8 +820,7 @@ public final class PullConsumer<K, V> {
       for (int i = back.size() - 1; i >= 0; i--) {
         received.addFirst(back.get(i));
       }
-      handedOut.put(partition, offset);
-      metrics.inFlight = outstanding.size();
+      metrics.inFlight = inFlight();
     } finally {
       access.release();
     }
@@ -797,7 +830,8 @@ public final class PullConsumer<K, V> {
     if (partition == null) {
       throw new IllegalArgumentException("partition must not be null");
     }
-    if (!assignment.contains(partition)) {
+    PartitionState state = states.get(partition);
+    if (state == null || !state.isAssigned()) {
       throw new IllegalStateException("You can only " + what + " partitions assigned to this consumer; " + partition
           + " is not (OnceGuardConsumer: a partition is assigned once the current stream delivered a record of it)");
     }
@@ -827,7 +861,7 @@ public final class PullConsumer<K, V> {
     acquireAndEnsureOpen();
     try {
       requirePartitions(partitions);
-      paused.addAll(partitions);
+      partitions.forEach(p -> state(p).pause());
     } finally {
       access.release();
     }
@@ -838,7 +872,13 @@ public final class PullConsumer<K, V> {
     acquireAndEnsureOpen();
     try {
       requirePartitions(partitions);
-      paused.removeAll(new HashSet<>(partitions));
+      for (TopicPartition p : partitions) {
+        PartitionState state = states.get(p);
+        if (state != null) {
+          state.resume();
+        }
+      }
+      pruneUnused();
     } finally {
       access.release();
     }
@@ -848,7 +888,7 @@ public final class PullConsumer<K, V> {
   public Set<TopicPartition> paused() {
     acquireAndEnsureOpen();
     try {
-      return Set.copyOf(paused);
+      return Set.copyOf(partitionsWhere(PartitionState::isPaused));
     } finally {
       access.release();
     }
@@ -921,14 +961,15 @@ public final class PullConsumer<K, V> {
       return;
     }
     RuntimeException listenerFailure = null;
-    if (!assignment.isEmpty()) {
+    List<TopicPartition> assigned = assignedPartitions();
+    if (!assigned.isEmpty()) {
       // A stream that already broke cannot take commits any more: its partitions are lost.
       boolean broken = stream.isEnded();
       try {
         if (broken) {
-          invokeListener("onPartitionsLost", List.copyOf(assignment), listener::onPartitionsLost);
+          invokeListener("onPartitionsLost", assigned, listener::onPartitionsLost);
         } else {
-          invokeListener("onPartitionsRevoked", List.copyOf(assignment), listener::onPartitionsRevoked);
+          invokeListener("onPartitionsRevoked", assigned, listener::onPartitionsRevoked);
         }
       } catch (RuntimeException e) {
         listenerFailure = e;
@@ -959,7 +1000,7 @@ public final class PullConsumer<K, V> {
 
   private void onStreamLost(Status status) {
     stream = null;
-    List<TopicPartition> lost = List.copyOf(assignment);
+    List<TopicPartition> lost = assignedPartitions();
     discardStreamState();
     long delayMs = backoffMs(failedStreams++);
     nextStreamAtNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMs);
@@ -994,12 +1035,72 @@ public final class PullConsumer<K, V> {
 
   private void discardStreamState() {
     received.clear();
-    outstanding.clear();
-    assignment.clear();
-    // As in Kafka, a partition assigned again starts from what was committed, not from where the
-    // lost stream was: the records it handed out and that were not acknowledged come back.
-    handedOut.clear();
+    states.values().forEach(PartitionState::unassign);
+    pruneUnused();
     metrics.inFlight = 0;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Partition states
+  // ---------------------------------------------------------------------------------------------
+
+  /** The state of a partition, created if the consumer knew nothing of it. */
+  private PartitionState state(TopicPartition partition) {
+    return states.computeIfAbsent(partition, p -> new PartitionState());
+  }
+
+  /**
+   * Assigns a partition on the current stream; {@code false} if it already was. A newly assigned
+   * partition's state moves to the end of {@link #states}, which keeps the assigned ones in
+   * assignment order (the stream's end unassigns them all).
+   */
+  private boolean assign(TopicPartition partition) {
+    PartitionState state = states.get(partition);
+    if (state == null) {
+      state = new PartitionState();
+    } else if (state.isAssigned()) {
+      return false;
+    } else {
+      states.remove(partition);
+    }
+    state.assign();
+    states.put(partition, state);
+    return true;
+  }
+
+  /** The partitions assigned on the current stream, in assignment order; unmodifiable. */
+  private List<TopicPartition> assignedPartitions() {
+    return partitionsWhere(PartitionState::isAssigned);
+  }
+
+  /** The partitions whose state passes the test, in the order of {@link #states}; unmodifiable. */
+  private List<TopicPartition> partitionsWhere(Predicate<PartitionState> test) {
+    List<TopicPartition> matching = new ArrayList<>();
+    states.forEach((p, s) -> {
+      if (test.test(s)) {
+        matching.add(p);
+      }
+    });
+    return List.copyOf(matching);
+  }
+
+  private boolean isPaused(TopicPartition partition) {
+    PartitionState state = states.get(partition);
+    return state != null && state.isPaused();
+  }
+
+  /** How many deliveries poll returned that are not acknowledged. */
+  private int inFlight() {
+    int n = 0;
+    for (PartitionState s : states.values()) {
+      n += s.outstandingCount();
+    }
+    return n;
+  }
+
+  /** Forgets the partitions of which nothing is worth keeping. */
+  private void pruneUnused() {
+    states.values().removeIf(PartitionState::isUnused);
   }
 
   /** A status in one line: code and description, the cause's message, no stack trace. */
