@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.proxy.escalate.Escalator;
-import dev.onceguard.proxy.guard.Claim;
 import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.ops.Main;

@@ -229,12 +229,12 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public CompletionStage<Boolean> confirm(dev.onceguard.proxy.guard.Claim c, long now) {
+    public CompletionStage<Boolean> confirm(dev.onceguard.proxy.store.Claim c, long now) {
       return d.confirm(c, now);
     }
 
     @Override
-    public CompletionStage<Boolean> abort(dev.onceguard.proxy.guard.Claim c, boolean maySeen, long now) {
+    public CompletionStage<Boolean> abort(dev.onceguard.proxy.store.Claim c, boolean maySeen, long now) {
       return d.abort(c, maySeen, now);
     }
 
@@ -249,12 +249,12 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public CompletionStage<Boolean> renew(dev.onceguard.proxy.guard.Claim c, long until) {
+    public CompletionStage<Boolean> renew(dev.onceguard.proxy.store.Claim c, long until) {
       return d.renew(c, until);
     }
 
     @Override
-    public java.util.concurrent.CompletionStage<Void> recordDecision(dev.onceguard.v1.Verdict v, dev.onceguard.proxy.guard.Source s, long now) {
+    public java.util.concurrent.CompletionStage<Void> recordDecision(dev.onceguard.v1.Verdict v, dev.onceguard.proxy.store.Source s, long now) {
       return d.recordDecision(v, s, now);
     }
 

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
-import dev.onceguard.proxy.guard.Source;
 import dev.onceguard.proxy.store.Migrations;
+import dev.onceguard.proxy.store.Source;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import java.util.UUID;

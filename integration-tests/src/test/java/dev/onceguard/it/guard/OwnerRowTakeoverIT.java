@@ -2,10 +2,10 @@ package dev.onceguard.it.guard;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.onceguard.proxy.guard.Claim;
 import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
-import dev.onceguard.proxy.guard.Source;
+import dev.onceguard.proxy.store.Claim;
+import dev.onceguard.proxy.store.Source;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;

@@ -4,6 +4,7 @@ import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.store.EntityRow;
 import dev.onceguard.proxy.store.LedgerRow;
+import dev.onceguard.proxy.store.Source;
 import dev.onceguard.v1.AppliedFact;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;

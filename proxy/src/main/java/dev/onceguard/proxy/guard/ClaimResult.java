@@ -1,5 +1,6 @@
 package dev.onceguard.proxy.guard;
 
+import dev.onceguard.proxy.store.Claim;
 import dev.onceguard.v1.Verdict;
 
 /** The outcome of one claim attempt. */

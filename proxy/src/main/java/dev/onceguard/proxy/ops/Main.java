@@ -330,7 +330,7 @@ public final class Main implements Runnable {
         }
       }
       for (Throwable t = e; t != null; t = t.getCause()) {
-        if (t instanceof dev.onceguard.proxy.guard.StoreUnavailableException) {
+        if (t instanceof dev.onceguard.proxy.store.StoreUnavailableException) {
           return true;
         }
       }

@@ -1,6 +1,5 @@
 package dev.onceguard.proxy.store;
 
-import dev.onceguard.proxy.guard.StoreUnavailableException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,15 +1,13 @@
 package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
-import dev.onceguard.proxy.guard.ContentionException;
-import dev.onceguard.proxy.guard.StoreUnavailableException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLNonTransientConnectionException;
-import java.sql.SQLTransientConnectionException;
 import java.sql.SQLTimeoutException;
+import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;

@@ -2,8 +2,6 @@ package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
-import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.Source;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
 import java.util.List;
@@ -16,9 +14,9 @@ import java.util.concurrent.CompletionStage;
  *
  * <p>Every method is one transaction (or one statement) and non-blocking. Leases and owner
  * liveness are judged by the database clock inside the statements, never by a caller's clock.
- * Failures complete the stage with {@link dev.onceguard.proxy.guard.StoreUnavailableException}
+ * Failures complete the stage with {@link dev.onceguard.proxy.store.StoreUnavailableException}
  * (the store is down or broken: pause and retry) or
- * {@link dev.onceguard.proxy.guard.ContentionException} (a lost race between transactions: retry
+ * {@link dev.onceguard.proxy.store.ContentionException} (a lost race between transactions: retry
  * at once).
  */
 public interface GuardStore extends AutoCloseable {

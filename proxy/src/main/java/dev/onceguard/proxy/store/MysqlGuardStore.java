@@ -2,8 +2,6 @@ package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
-import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.Source;
 import dev.onceguard.proxy.store.Db.DuplicateKeyException;
 import dev.onceguard.v1.Decision;
 import dev.onceguard.v1.Disposition;
@@ -96,9 +94,9 @@ public final class MysqlGuardStore implements GuardStore {
     // each waiting queue holds at most as many items as the pool's own queue (see Db: a backstop
     // behind the callers' bounds)
     this.claims = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, db.queueBound(), this::claimGroup,
-        e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
+        e -> e instanceof dev.onceguard.proxy.store.StoreUnavailableException);
     this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, db.queueBound(), this::confirmGroup,
-        e -> e instanceof dev.onceguard.proxy.guard.StoreUnavailableException);
+        e -> e instanceof dev.onceguard.proxy.store.StoreUnavailableException);
     this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, db.queueBound(), this::decisionGroup, e -> false);
   }
 

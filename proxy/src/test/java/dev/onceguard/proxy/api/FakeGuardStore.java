@@ -1,10 +1,10 @@
 package dev.onceguard.proxy.api;
 
-import dev.onceguard.proxy.guard.Claim;
-import dev.onceguard.proxy.guard.Source;
+import dev.onceguard.proxy.store.Claim;
 import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.LedgerRow;
+import dev.onceguard.proxy.store.Source;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
 import java.util.List;

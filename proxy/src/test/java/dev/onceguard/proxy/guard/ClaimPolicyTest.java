@@ -1,5 +1,6 @@
 package dev.onceguard.proxy.guard;
 
+import dev.onceguard.proxy.store.Source;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.onceguard.proxy.extract.ExtractedEvent;

@@ -1,10 +1,14 @@
 package dev.onceguard.proxy.guard;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
+import dev.onceguard.proxy.store.Claim;
 import dev.onceguard.proxy.store.ClaimOutcome;
+import dev.onceguard.proxy.store.ContentionException;
 import dev.onceguard.proxy.store.EntityRow;
 import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.LedgerRow;
+import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoreUnavailableException;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
 import java.util.ArrayDeque;

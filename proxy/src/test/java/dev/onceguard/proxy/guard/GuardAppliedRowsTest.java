@@ -1,5 +1,6 @@
 package dev.onceguard.proxy.guard;
 
+import dev.onceguard.proxy.store.Source;
 import static dev.onceguard.proxy.guard.OrderRoute.OWNER;
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,5 +1,9 @@
 package dev.onceguard.proxy.guard;
 
+import dev.onceguard.proxy.store.Claim;
+import dev.onceguard.proxy.store.ContentionException;
+import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoreUnavailableException;
 import static dev.onceguard.proxy.guard.FakeGuardStore.contention;
 import static dev.onceguard.proxy.guard.FakeGuardStore.failure;
 import static dev.onceguard.proxy.guard.FakeGuardStore.reply;

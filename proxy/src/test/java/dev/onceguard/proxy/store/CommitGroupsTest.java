@@ -3,7 +3,7 @@ package dev.onceguard.proxy.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.onceguard.proxy.guard.StoreUnavailableException;
+import dev.onceguard.proxy.store.StoreUnavailableException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
-import dev.onceguard.proxy.guard.StoreUnavailableException;
+import dev.onceguard.proxy.store.StoreUnavailableException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;

@@ -1,4 +1,4 @@
-package dev.onceguard.proxy.guard;
+package dev.onceguard.proxy.store;
 
 /**
  * A store the guard cannot do without (MySQL) failed or timed out. Transient by nature: the

@@ -1,4 +1,4 @@
-package dev.onceguard.proxy.guard;
+package dev.onceguard.proxy.store;
 
 /**
  * Identifies where a claimed event came from, so that a redelivery of the same source (after a

@@ -1,4 +1,4 @@
-package dev.onceguard.proxy.guard;
+package dev.onceguard.proxy.store;
 
 /**
  * An accepted claim: this process owns the (route, dedup key) ledger row and, on a route with a

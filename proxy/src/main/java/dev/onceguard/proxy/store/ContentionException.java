@@ -1,4 +1,4 @@
-package dev.onceguard.proxy.guard;
+package dev.onceguard.proxy.store;
 
 /**
  * Two transactions collided in the store (MySQL 1213 deadlock, 1205 lock-wait timeout, a Galera
