@@ -4,7 +4,7 @@ import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.store.Db;
 import dev.onceguard.proxy.store.MysqlGuardStore;
-import dev.onceguard.proxy.store.MysqlGuardStore.ResetOutcome;
+import dev.onceguard.proxy.store.AdminQueries.ResetOutcome;
 import dev.onceguard.v1.Decision;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.ExplainResponse;

@@ -2,14 +2,8 @@ package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
-import dev.onceguard.proxy.store.Db.DuplicateKeyException;
 import dev.onceguard.v1.Decision;
-import dev.onceguard.v1.Disposition;
-import dev.onceguard.v1.EntityState;
 import dev.onceguard.v1.ExplainResponse;
-import dev.onceguard.v1.Layer;
-import dev.onceguard.v1.LedgerEntry;
-import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -68,7 +62,11 @@ public final class MysqlGuardStore implements GuardStore {
   /** Confirms ready together, written in one transaction. */
   private final CommitGroups<Confirm, Boolean> confirms;
   /** Decision-log entries ready together, one INSERT (one connection at most: the log is best effort). */
-  private final CommitGroups<DecisionEntry, Boolean> decisions;
+  private final DecisionLog decisions;
+  /** Lease renewals and the owners' heartbeats. */
+  private final Leases leases;
+  /** Explain and the operator's reset. */
+  private final AdminQueries admin;
 
   /** Records in one group transaction at most: a larger group holds its row locks longer. */
   static final int MAX_GROUP_SIZE = 32;
@@ -97,7 +95,9 @@ public final class MysqlGuardStore implements GuardStore {
         e -> e instanceof dev.onceguard.proxy.store.StoreUnavailableException);
     this.confirms = new CommitGroups<>(groupSlots, MAX_GROUP_SIZE, db.queueBound(), this::confirmGroup,
         e -> e instanceof dev.onceguard.proxy.store.StoreUnavailableException);
-    this.decisions = new CommitGroups<>(1, 4 * MAX_GROUP_SIZE, db.queueBound(), this::decisionGroup, e -> false);
+    this.decisions = new DecisionLog(db, tablePrefix + "decision", 4 * MAX_GROUP_SIZE);
+    this.leases = new Leases(db, ledger, entity, owners);
+    this.admin = new AdminQueries(db, ledger, entity, decision, owners, decisions);
   }
 
   /**
@@ -461,11 +461,11 @@ public final class MysqlGuardStore implements GuardStore {
     return n != 1 ? Step.CAS_LOST : from.size() == 1 ? Step.APPLIED : Step.NEEDS_FROM;
   }
 
-  private static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
+  static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
       + " l.lease_until, l.source_topic, l.source_partition, l.source_offset, l.from_state, l.to_state, l.attempts,"
       + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS + ", COALESCE(l.completed_at, l.created_at)";
 
-  private static LedgerRow ledgerRow(ResultSet r) throws SQLException {
+  static LedgerRow ledgerRow(ResultSet r) throws SQLException {
     return new LedgerRow(r.getString(1), r.getString(2), r.getString(3), r.getString(4), r.getString(5), r.getString(6),
         Db.longOrNull(r, 7), r.getString(8), r.getInt(9), r.getLong(10), r.getString(11), r.getString(12), r.getInt(13),
         Db.longOrNull(r, 14), Db.longOrNull(r, 15), Db.longOrNull(r, 16));
@@ -786,47 +786,21 @@ public final class MysqlGuardStore implements GuardStore {
     return true;
   }
 
+  // ------------------------------------------------------------------------- leases and owners
+
   @Override
   public CompletionStage<Boolean> renew(Claim claim, long leaseMillis) {
-    return db.atomically(claim.machine() != null, c -> {
-      long n = Db.update(c,
-          "UPDATE " + ledger + " SET lease_until = " + NOW_MS + " + ?"
-              + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-          leaseMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts());
-      if (n != 1) {
-        return false;
-      }
-      if (claim.machine() != null) {
-        Db.update(c, "UPDATE " + entity + " SET pending_until = " + NOW_MS + " + ? WHERE machine = ? AND entity_id = ? AND pending_key = ?",
-            leaseMillis, claim.machine(), claim.entityId(), claim.dedupKey());
-      }
-      return true;
-    });
+    return leases.renew(claim, leaseMillis);
   }
-
-  // ---------------------------------------------------------------------------------- owners
 
   @Override
   public CompletionStage<Void> heartbeat(String owner, long ttlMillis) {
-    return db.control(c -> {
-      Db.update(c,
-          "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + " + ?, " + NOW_MS + ")"
-              + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)",
-          owner, ttlMillis);
-      return null;
-    });
+    return leases.heartbeat(owner, ttlMillis);
   }
 
   @Override
   public CompletionStage<Void> retire(String owner) {
-    // rows of owners gone for a day are purged on the way: nothing reads them any more
-    return db.control(c -> {
-      Db.update(c,
-          "INSERT INTO " + owners + " (owner, alive_until, started_at) VALUES (?, " + NOW_MS + ", " + NOW_MS + ")"
-              + " ON DUPLICATE KEY UPDATE alive_until = VALUES(alive_until)", owner);
-      Db.update(c, "DELETE FROM " + owners + " WHERE alive_until < " + NOW_MS + " - 86400000 LIMIT 1000");
-      return null;
-    });
+    return leases.retire(owner);
   }
 
   // -------------------------------------------------------------------------------- identity
@@ -853,223 +827,27 @@ public final class MysqlGuardStore implements GuardStore {
 
   // ---------------------------------------------------------------------------------- operator
 
-  /** What {@link #resetEntity} did. */
-  public sealed interface ResetOutcome {
-    /**
-     * The state was set; {@code previousState} is null if the entity did not exist;
-     * {@code releasedClaim} is the dedup key of an orphaned claim that was released first, or null.
-     */
-    record Reset(String previousState, long previousVersion, long version, String releasedClaim) implements ResetOutcome {}
-
-    /**
-     * A transition is in flight on the entity: nothing was changed. {@code live}: its claim is held
-     * by an owner that heartbeats and its lease runs (it finishes by itself); otherwise it is
-     * orphaned and {@code releaseOrphan} would release it.
-     */
-    record Busy(String pendingKey, boolean live) implements ResetOutcome {}
-  }
-
-  /**
-   * Sets an entity's state by hand (an operator's repair), unless a transition is in flight on it,
-   * and appends {@code audit} to the decision log in the same transaction: the change and its record
-   * commit together. The version moves on, so a claim computed against the old state cannot apply.
-   * A missing entity is created in {@code state}.
-   *
-   * <p>With {@code releaseOrphan}, a transition in flight whose claim is not live (its lease ended,
-   * or its owner stopped heartbeating: e.g. left behind by a route that was removed) is released
-   * first: its ledger row is kept as REJECTED, so a later delivery of its key is flagged as a
-   * redelivery. A live claim is never released. Blocks; for the command line, not the pipeline.
-   */
-  public ResetOutcome resetEntity(String machine, String entityId, String state, Verdict audit, long nowMillis, boolean releaseOrphan) {
-    return db.blocking(c -> Db.transaction(c, x -> {
-      List<EntityRow> rows = Db.query(x, "SELECT state, version, pending_key, NULL FROM " + entity
-          + " WHERE machine = ? AND entity_id = ? FOR UPDATE", r -> new EntityRow(r.getString(1), r.getLong(2), r.getString(3), null),
-          machine, entityId);
-      String released = null;
-      if (!rows.isEmpty() && rows.get(0).busy()) {
-        String pendingKey = rows.get(0).pendingKey();
-        List<LedgerRow> claims = Db.query(x, "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners
-            + " o ON o.owner = l.owner WHERE l.entity_id = ? AND l.dedup_key = ? AND l.status = 'PENDING' FOR UPDATE",
-            MysqlGuardStore::ledgerRow, entityId, pendingKey);
-        boolean live = claims.stream().anyMatch(LedgerRow::live);
-        if (!releaseOrphan || live) {
-          return new ResetOutcome.Busy(pendingKey, live);
-        }
-        for (LedgerRow l : claims) {
-          Db.update(x, "UPDATE " + ledger + " SET status = 'REJECTED', lease_until = NULL, completed_at = ?"
-              + " WHERE route = ? AND dedup_key = ? AND status = 'PENDING' AND owner <=> ? AND attempts = ?",
-              nowMillis, l.route(), l.dedupKey(), l.owner(), l.attempts());
-        }
-        Db.update(x, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL WHERE machine = ? AND entity_id = ?",
-            machine, entityId);
-        released = pendingKey;
-      }
-      ResetOutcome.Reset done;
-      if (rows.isEmpty()) {
-        Db.update(x, "INSERT INTO " + entity + " (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at)"
-            + " VALUES (?, ?, ?, NULL, 1, NULL, NULL, ?)", machine, entityId, state, nowMillis);
-        done = new ResetOutcome.Reset(null, 0, 1, null);
-      } else {
-        EntityRow e = rows.get(0);
-        Db.update(x, "UPDATE " + entity + " SET state = ?, prev_state = NULL, version = version + 1, updated_at = ?"
-            + " WHERE machine = ? AND entity_id = ?", state, nowMillis, machine, entityId);
-        done = new ResetOutcome.Reset(e.state(), e.version(), e.version() + 1, released);
-      }
-      Verdict v = audit.toBuilder().setCurrentState(state).setCurrentVersion(done.version())
-          .setDetail(audit.getDetail() + (released == null ? "" : " (released the orphaned claim " + released + ")")).build();
-      insertDecisions(x, List.of(new DecisionEntry(v, null, nowMillis)));
-      return done;
-    }));
+  /** See {@link AdminQueries#resetEntity}. Blocks; for the command line, not the pipeline. */
+  public AdminQueries.ResetOutcome resetEntity(String machine, String entityId, String state, Verdict audit, long nowMillis,
+      boolean releaseOrphan) {
+    return admin.resetEntity(machine, entityId, state, audit, nowMillis, releaseOrphan);
   }
 
   // ------------------------------------------------------------------------ decisions/explain
 
-  private record DecisionEntry(Verdict verdict, Source source, long nowMillis) {}
-
   @Override
   public CompletionStage<Void> recordDecision(Verdict v, Source s, long nowMillis) {
-    return decisions.submit(new DecisionEntry(v, s, nowMillis)).thenApply(x -> null);
-  }
-
-  /** Decisions that are ready together go in one multi-row INSERT (autocommit: each row stands alone). */
-  private CompletionStage<List<Boolean>> decisionGroup(List<DecisionEntry> group) {
-    List<Boolean> done = Collections.nCopies(group.size(), true);
-    return db.autocommit(c -> {
-      insertDecisions(c, group);
-      return done;
-    });
-  }
-
-  private void insertDecisions(Connection c, List<DecisionEntry> group) throws SQLException {
-    StringBuilder sql = new StringBuilder("INSERT INTO ").append(decision)
-        .append(" (at_ms, route, dedup_key, entity_id, event, disposition, layer, reason, detail, current_state, current_version,"
-            + " source_topic, source_partition, source_offset, original_age_ms) VALUES ");
-    List<Object> args = new ArrayList<>(group.size() * 15);
-    for (int i = 0; i < group.size(); i++) {
-      DecisionEntry d = group.get(i);
-      Verdict v = d.verdict();
-      Source s = d.source();
-      String detail = v.getDetail().length() > 1000 ? v.getDetail().substring(0, 999) + "…" : v.getDetail();
-      sql.append(i == 0 ? "" : ", ").append("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      args.addAll(Arrays.asList(d.nowMillis(), v.getRoute(), emptyToNull(v.getDedupKey()), emptyToNull(v.getEntityId()),
-          emptyToNull(v.getEvent()), v.getDisposition().name(), v.getLayer().name(), v.getReason().name(), detail,
-          emptyToNull(v.getCurrentState()), v.getCurrentState().isEmpty() ? Db.NULL_LONG : v.getCurrentVersion(),
-          s == null ? Db.NULL_STRING : s.topic(), s == null ? Db.NULL_INT : s.partition(),
-          s == null ? Db.NULL_LONG : s.offset(), v.hasOriginalAgeMs() ? v.getOriginalAgeMs() : Db.NULL_LONG));
-    }
-    Db.update(c, sql.toString(), args.toArray());
+    return decisions.record(v, s, nowMillis);
   }
 
   @Override
   public CompletionStage<Long> purgeDecisions(long beforeMillis) {
-    return db.autocommit(c -> Db.update(c, "DELETE FROM " + decision + " WHERE at_ms < ? LIMIT 10000", beforeMillis));
-  }
-
-  private static Object emptyToNull(String s) {
-    return s == null || s.isEmpty() ? Db.NULL_STRING : s;
+    return decisions.purge(beforeMillis);
   }
 
   @Override
   public CompletionStage<ExplainResponse> explain(String route, String machine, String dedupKey, String entityId, int limit) {
-    int lim = limit <= 0 ? 50 : Math.min(limit, 1000);
-    return db.autocommit(c -> {
-      List<LedgerEntry> ls = dedupKey != null
-          ? Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND dedup_key = ?", MysqlGuardStore::ledgerEntry, route, dedupKey)
-          : Db.query(c, "SELECT * FROM " + ledger + " WHERE route = ? AND entity_id = ? ORDER BY created_at LIMIT ?",
-              MysqlGuardStore::ledgerEntry, route, entityId, lim);
-      String ent = entityId != null ? entityId : ls.isEmpty() ? null : emptyToNullString(ls.get(0).getEntityId());
-      List<EntityState> es = machine == null || ent == null ? List.of()
-          : Db.query(c, "SELECT machine, entity_id, state, version, pending_key, pending_until, updated_at FROM " + entity
-                  + " WHERE machine = ? AND entity_id = ?",
-              r -> {
-                EntityState.Builder b = EntityState.newBuilder().setMachine(r.getString(1)).setEntityId(r.getString(2))
-                    .setState(r.getString(3)).setVersion(r.getLong(4)).setUpdatedAtMs(r.getLong(7));
-                if (r.getString(5) != null) {
-                  b.setPendingKey(r.getString(5)).setPendingUntilMs(r.getLong(6));
-                }
-                return b.build();
-              }, machine, ent);
-      List<Decision> ds = dedupKey != null
-          ? Db.query(c, "SELECT * FROM " + decision + " WHERE route = ? AND dedup_key = ? ORDER BY id DESC LIMIT ?",
-              MysqlGuardStore::decisionRow, route, dedupKey, lim)
-          : Db.query(c, "SELECT * FROM " + decision + " WHERE entity_id = ? ORDER BY id DESC LIMIT ?",
-              MysqlGuardStore::decisionRow, entityId, lim);
-      ExplainResponse.Builder b = ExplainResponse.newBuilder().addAllLedger(ls).addAllDecisions(ds);
-      if (!es.isEmpty()) {
-        b.setEntity(es.get(0));
-      }
-      return b.build();
-    });
-  }
-
-  private static String emptyToNullString(String s) {
-    return s == null || s.isEmpty() ? null : s;
-  }
-
-  private static LedgerEntry ledgerEntry(ResultSet r) throws SQLException {
-    LedgerEntry.Builder b = LedgerEntry.newBuilder()
-        .setRoute(r.getString("route"))
-        .setDedupKey(r.getString("dedup_key"))
-        .setBusinessKey(r.getString("business_key"))
-        .setFingerprint(r.getString("fingerprint"))
-        .setStatus(r.getString("status"))
-        .setAttempts(r.getInt("attempts"))
-        .setSourceTopic(r.getString("source_topic"))
-        .setSourcePartition(r.getInt("source_partition"))
-        .setSourceOffset(r.getLong("source_offset"))
-        .setCreatedAtMs(r.getLong("created_at"));
-    setIf(r.getString("entity_id"), b::setEntityId);
-    setIf(r.getString("event"), b::setEvent);
-    setIf(r.getString("from_state"), b::setFromState);
-    setIf(r.getString("to_state"), b::setToState);
-    setIf(r.getString("owner"), b::setOwner);
-    Long lease = Db.longOrNull(r, "lease_until");
-    if (lease != null) {
-      b.setLeaseUntilMs(lease);
-    }
-    Long done = Db.longOrNull(r, "completed_at");
-    if (done != null) {
-      b.setCompletedAtMs(done);
-    }
-    return b.build();
-  }
-
-  private static Decision decisionRow(ResultSet r) throws SQLException {
-    Verdict.Builder v = Verdict.newBuilder()
-        .setRoute(r.getString("route"))
-        .setDisposition(Disposition.valueOf(r.getString("disposition")))
-        .setLayer(Layer.valueOf(r.getString("layer")))
-        .setReason(Reason.valueOf(r.getString("reason")))
-        .setDetail(r.getString("detail"));
-    setIf(r.getString("dedup_key"), v::setDedupKey);
-    setIf(r.getString("entity_id"), v::setEntityId);
-    setIf(r.getString("event"), v::setEvent);
-    setIf(r.getString("current_state"), v::setCurrentState);
-    Long ver = Db.longOrNull(r, "current_version");
-    if (ver != null) {
-      v.setCurrentVersion(ver);
-    }
-    Long age = Db.longOrNull(r, "original_age_ms");
-    if (age != null) {
-      v.setOriginalAgeMs(age);
-    }
-    Decision.Builder d = Decision.newBuilder().setAtMs(r.getLong("at_ms")).setVerdict(v);
-    setIf(r.getString("source_topic"), d::setSourceTopic);
-    Integer part = Db.intOrNull(r, "source_partition");
-    if (part != null) {
-      d.setSourcePartition(part);
-    }
-    Long off = Db.longOrNull(r, "source_offset");
-    if (off != null) {
-      d.setSourceOffset(off);
-    }
-    return d.build();
-  }
-
-  private static void setIf(String v, java.util.function.Consumer<String> setter) {
-    if (v != null) {
-      setter.accept(v);
-    }
+    return admin.explain(route, machine, dedupKey, entityId, limit);
   }
 
   @Override
