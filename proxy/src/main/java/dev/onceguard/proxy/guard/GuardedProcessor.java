@@ -75,8 +75,14 @@ import org.slf4j.spi.LoggingEventBuilder;
  * context goes to the business), confirm, abort and escalation (whose context the escalated record
  * carries). Log lines about a record carry its fields ({@link RecordLog}).
  *
- * <p>Threading: {@link #process} never blocks; steps continue on the stores', the dispatcher's
- * and the scheduler's threads. Thread-safe; one instance per route.
+ * <p>Threading: {@link #process} never blocks. Each record's way is one object ({@code Run})
+ * with an explicit {@link State}, driven on a {@link SerialExecutor} of its own: every continuation
+ * of the record (store, dispatcher and escalator answers, timers, nudges, cancellation) is a task
+ * of that context, so a record's steps never overlap and its state needs no lock; a continuation
+ * that arrives after the record left the state it was meant for (a late answer, a stale timer) is
+ * recognised by the state and ignored. The tasks run on the stores', the dispatcher's, the
+ * scheduler's and the poll thread, whichever hands the record its next event. Thread-safe; one
+ * instance per route.
  */
 public final class GuardedProcessor implements RecordProcessor {
   private static final Logger log = LoggerFactory.getLogger(GuardedProcessor.class);
@@ -161,8 +167,49 @@ public final class GuardedProcessor implements RecordProcessor {
   @Override
   public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
     Run run = new Run(record, cancel, slot);
-    run.start();
+    run.ctx.execute(run::start);
     return run.done;
+  }
+
+  /**
+   * Where one record is in the protocol. A record is in exactly one state; only its own context
+   * changes it, and only forward: {@code EXTRACTING → CLAIMING ⇄ WAITING/PARKED → DISPATCHING →
+   * CONFIRMING | ABORTING → (ESCALATING →) PUBLISHING → DONE}, with {@code ABANDONING → ABANDONED}
+   * and {@code FAILED} reachable from any unfinished state; a lease that cannot be renewed leads
+   * from {@code DISPATCHING} back to {@code CLAIMING}.
+   */
+  enum State {
+    /** Reading the event from the record. */
+    EXTRACTING,
+    /** A claim was asked of the guard, or is asked again after a store failure. */
+    CLAIMING,
+    /** Waiting to claim again, not parked: a live lease of an earlier owner, or no machine to reorder by. */
+    WAITING,
+    /** Waiting to claim again while parked in the reorder window: an early arrival, a busy entity, or behind a parked record. */
+    PARKED,
+    /** Forwarding the accepted claim: an attempt, its backoff, or the renewal a late attempt waits for. */
+    DISPATCHING,
+    /** The business applied it; the claim is confirmed (retried until the store takes it). */
+    CONFIRMING,
+    /** The business did not apply it; the claim is aborted (retried until the store takes it). */
+    ABORTING,
+    /** Written to the escalation topic (retried until Kafka acknowledges it). */
+    ESCALATING,
+    /** The verdict is recorded and published (retried until Kafka acknowledges it). */
+    PUBLISHING,
+    /** Cancelled or lost with an unused claim: the claim is being handed on. */
+    ABANDONING,
+    /** Finished: the stage completed normally, the offset may be committed. */
+    DONE,
+    /** Given up on a cancellation (or a closed scheduler): Kafka redelivers the record. */
+    ABANDONED,
+    /** A step threw: the stage completed exceptionally and the pipeline tries the record again. */
+    FAILED;
+
+    /** No step runs any more: the record's stage completed. */
+    boolean finished() {
+      return this == DONE || this == ABANDONED || this == FAILED;
+    }
   }
 
   /** True if {@code later} can still apply once the entity is in {@code state}. */
@@ -176,9 +223,14 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /**
-   * One record's way through the protocol. Steps run one at a time (each starts from the end of
-   * the previous one), so the plain fields are never touched concurrently; the lease renewal of
-   * a {@link Forward} runs beside the steps and is confined to volatile fields.
+   * One record's way through the protocol, the single owner of its lifecycle.
+   *
+   * <p>Threading contract: every field not final is read and written only by tasks of {@link
+   * #ctx}, and every continuation re-enters through it ({@link #step} for stages, {@code
+   * ctx.execute} for timers, nudges and cancellation), so the fields are plain. Each task first
+   * looks at {@link #state}: once the record {@linkplain State#finished() finished}, a task does
+   * nothing. Other records read only {@link #source} and {@link #event} of a parked record, which
+   * are set before it is registered in {@link #parked}, the registry publishing them.
    */
   private final class Run {
     final ConsumerRecord<byte[], byte[]> record;
@@ -188,20 +240,26 @@ public final class GuardedProcessor implements RecordProcessor {
     final CompletableFuture<Void> done = new CompletableFuture<>();
     /** The record's consume span; ended when the record completes. */
     final RecordSpan trace;
+    /** The record's serial context; a task that throws fails the record. */
+    final SerialExecutor ctx = new SerialExecutor(this::failed);
+    State state = State.EXTRACTING;
     ExtractedEvent event;
     /** When the early-arrival wait (or the wait behind a parked record) began; -1: not waiting. */
     long waitingSince = -1;
     /** {@link #outages} when the wait began. */
     long outagesAtWaitStart;
     int storeRetries;
-    /** Registered in {@link #parked} and parked in the slot. */
-    volatile boolean isParked;
+    /**
+     * Registered in {@link #parked} and parked in the slot; stays so while a parked record claims
+     * again ({@link State#CLAIMING}), until it goes on to the business or finishes.
+     */
+    boolean isParked;
     /** The wait of a parked record, which a nudge ends early. */
-    volatile CompletableFuture<Void> wake;
+    CompletableFuture<Void> wake;
     /** A nudge came since the last claim began: whatever it waited for may have happened. */
-    volatile boolean nudged;
+    boolean nudged;
     /** The accepted claim being forwarded; null before the guard accepted one. */
-    volatile Forward forward;
+    Forward forward;
 
     Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
       this.record = record;
@@ -221,32 +279,48 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     /**
-     * A step's continuation that cannot leave the record hanging: if it throws (a bug, a broken
-     * collaborator), the record completes exceptionally, and the pipeline logs it and tries it again.
-     * Once the record completed, later continuations (a call or a timer still running beside a
-     * step that failed) do nothing: the retry owns the record from then on.
+     * A step's continuation, run as a task of the record's context, that cannot leave the record
+     * hanging: if it throws (a bug, a broken collaborator), the record fails ({@link #failed}).
+     * Once the record finished, later continuations (a call or a timer still running beside a
+     * step that failed) do nothing: the pipeline's retry owns the record from then on.
      */
     <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
-      return (v, e) -> {
-        if (done.isDone()) {
-          log.debug("{}: record already completed; a late continuation is ignored", where());
+      return (v, e) -> ctx.execute(() -> {
+        if (state.finished()) {
+          log.debug("{}: record already {}; a late continuation is ignored", where(), state);
           return;
         }
+        body.accept(v, e);
+      });
+    }
+
+    /**
+     * In the context: a task threw. The record completes exceptionally, and the pipeline logs it
+     * and tries it again; a claim it held is given up first.
+     */
+    void failed(Throwable t) {
+      if (state.finished()) {
+        log.debug("{}: a task failed after the record {}", where(), state, t);
+        return;
+      }
+      fields(log.atError()).setCause(t).log("{}: a step failed unexpectedly in state {}; the record is given back to the pipeline",
+          where(), state);
+      state = State.FAILED;
+      Forward f = forward;
+      if (f != null) {
         try {
-          body.accept(v, e);
-        } catch (RuntimeException | Error t) {
-          fields(log.atError()).setCause(t).log("{}: a step failed unexpectedly; the record is given back to the pipeline", where());
-          Forward f = forward;
-          if (f != null) {
-            try {
-              f.giveUp();
-            } catch (RuntimeException | Error t2) {
-              t.addSuppressed(t2);
-            }
-          }
-          done.completeExceptionally(t);
+          f.giveUp();
+        } catch (RuntimeException | Error t2) {
+          t.addSuppressed(t2);
         }
-      };
+      }
+      done.completeExceptionally(t);
+    }
+
+    /** The record stops unfinished (cancelled, or its scheduler closed): Kafka redelivers it. */
+    void abandoned(String why) {
+      state = State.ABANDONED;
+      done.completeExceptionally(new CancelledException(why));
     }
 
     /**
@@ -283,6 +357,7 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void start() {
+      state = State.EXTRACTING;
       Extraction x = extractedForOrdering.remove(record);
       if (x == null) {
         x = extractor.extract(record.key(), record.value(), record.headers());
@@ -298,7 +373,7 @@ public final class GuardedProcessor implements RecordProcessor {
 
     boolean stopIfCancelled() {
       if (cancel.isCancelled()) {
-        done.completeExceptionally(new CancelledException(where()));
+        abandoned(where());
         return true;
       }
       return false;
@@ -320,6 +395,7 @@ public final class GuardedProcessor implements RecordProcessor {
           return;
         }
       }
+      state = State.CLAIMING;
       Span span = trace.step("onceguard.claim");
       long began = System.nanoTime();
       long askedAt = clock.nowMillis();
@@ -388,8 +464,8 @@ public final class GuardedProcessor implements RecordProcessor {
         map.put(source.offset(), this);
         return map;
       });
-      cancel.onCancel(this::nudge);
-      slot.park(this::nudge);
+      cancel.onCancel(() -> ctx.execute(this::nudge));
+      slot.park(() -> ctx.execute(this::nudge));
     }
 
     /** Going on to the business: later records of the entity wait again. */
@@ -411,8 +487,11 @@ public final class GuardedProcessor implements RecordProcessor {
       isParked = false;
     }
 
-    /** Any thread: a record of the entity finished (or the work is cancelled); look again now. */
+    /** In the context: a record of the entity finished (or the work is cancelled); look again now. */
     void nudge() {
+      if (state.finished()) {
+        return;
+      }
       nudged = true;
       CompletableFuture<Void> w = wake;
       if (w != null) {
@@ -422,6 +501,7 @@ public final class GuardedProcessor implements RecordProcessor {
 
     /** Waits {@code d} or until nudged, then claims again. */
     void waitParked(Duration d) {
+      state = isParked ? State.PARKED : State.WAITING;
       CompletableFuture<Void> w = new CompletableFuture<>();
       wake = w;
       if (nudged || cancel.isCancelled()) {
@@ -439,7 +519,7 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       w.whenComplete(step((v, e) -> {
         if (e != null && !cancel.isCancelled()) {
-          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+          abandoned(where() + " (scheduler closed)");
         } else {
           claim();
         }
@@ -452,6 +532,7 @@ public final class GuardedProcessor implements RecordProcessor {
         // Kafka redelivered a record a dead owner still holds: wait for its lease, then take over
         fields(log.atInfo()).log("{}: record still leased by an earlier owner; taking over in {} ms", where(),
             Math.max(0, w.retryAtMillis() - now));
+        state = State.WAITING;
         later(Duration.ofMillis(Math.max(10, w.retryAtMillis() - now + 5)), this::claim);
         return;
       }
@@ -501,7 +582,7 @@ public final class GuardedProcessor implements RecordProcessor {
     void later(Duration d, Runnable step) {
       scheduler.delay(d).whenComplete(step((v, e) -> {
         if (e != null) {
-          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+          abandoned(where() + " (scheduler closed)");
         } else {
           step.run();
         }
@@ -521,6 +602,7 @@ public final class GuardedProcessor implements RecordProcessor {
       if (stopIfCancelled()) {
         return;
       }
+      state = State.ESCALATING;
       Span span = trace.step("onceguard.escalate");
       escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
         if (e != null) {
@@ -534,6 +616,7 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void complete(Verdict v, boolean forwarded) {
+      state = State.PUBLISHING;
       trace.verdict(v);
       if (v.getDisposition() != Disposition.ACCEPTED) {
         guard.record(v, source);
@@ -551,25 +634,26 @@ public final class GuardedProcessor implements RecordProcessor {
         } catch (RuntimeException le) {
           fields(log.atWarn()).log("verdict listener failed: {}", le.toString());
         }
+        state = State.DONE;
         done.complete(null);
       }));
     }
 
     /**
-     * Forwarding one accepted claim: attempts, lease renewal, confirm or abort. The attempt chain
-     * runs one step at a time; the renewal timer runs beside it and only touches the volatile
-     * {@code claim}, {@code lost} and its own timer.
+     * Forwarding one accepted claim: attempts, lease renewal, confirm or abort. Confined to the
+     * record's context like the rest of the run: the renewal timer's turns and answers are tasks
+     * of it too, interleaved with the attempt chain's, never beside them.
      */
     final class Forward {
-      volatile Claim claim;
+      Claim claim;
       final Verdict accepted;
       /** Lease renewals run until the claim is confirmed, aborted or abandoned. */
-      volatile CompletableFuture<Void> renewTimer;
-      volatile boolean renewalStopped;
+      CompletableFuture<Void> renewTimer;
+      boolean renewalStopped;
       /** The claim was definitely taken over by another owner. */
-      volatile boolean lost;
+      boolean lost;
       /** The call or backoff in progress; a cancellation cancels it. */
-      volatile CompletableFuture<?> current;
+      CompletableFuture<?> current;
       /** Some attempt went out: the business may have seen the record. */
       boolean dispatched;
       /** Some attempt ended ambiguously (deadline, transport): later ones are redeliveries. */
@@ -580,20 +664,21 @@ public final class GuardedProcessor implements RecordProcessor {
        * The claim was handed back to the guard (confirmed, aborted or released): the guard no
        * longer counts it as active in this process, so it must not be released again.
        */
-      final java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean();
+      boolean settled;
 
       Forward(Claim claim, Verdict accepted) {
         this.claim = claim;
         this.accepted = accepted;
-        cancel.onCancel(() -> {
+        cancel.onCancel(() -> ctx.execute(() -> {
           CompletableFuture<?> c = current;
           if (c != null) {
             c.cancel(false);
           }
-        });
+        }));
       }
 
       void attempt(int n) {
+        state = State.DISPATCHING;
         if (cancel.isCancelled() || lost) {
           abandon();
           return;
@@ -666,7 +751,7 @@ public final class GuardedProcessor implements RecordProcessor {
             current = delay;
             delay.whenComplete(step((v, e) -> {
               if (e != null && !cancel.isCancelled()) {
-                done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+                abandoned(where() + " (scheduler closed)");
               } else {
                 attempt(n + 1);
               }
@@ -682,8 +767,8 @@ public final class GuardedProcessor implements RecordProcessor {
         Duration every = route.lease().dividedBy(3);
         CompletableFuture<Void> t = scheduler.delay(every).toCompletableFuture();
         renewTimer = t;
-        t.whenComplete((v, e) -> {
-          if (e != null || renewTimer != t || renewalStopped) {
+        t.whenComplete((v, e) -> ctx.execute(() -> {
+          if (e != null || renewTimer != t || renewalStopped || state.finished()) {
             return;
           }
           guard.renew(route, claim).whenComplete(step((c, err) -> {
@@ -700,7 +785,7 @@ public final class GuardedProcessor implements RecordProcessor {
               }
             }
           }));
-        });
+        }));
       }
 
       void stopRenewal() {
@@ -715,6 +800,7 @@ public final class GuardedProcessor implements RecordProcessor {
       void confirm() {
         // the lease stays renewed until the confirm is through: a confirm retried past the lease
         // must not let another owner forward the record again
+        state = State.CONFIRMING;
         scheduleRenewal();
         Span span = trace.step("onceguard.confirm");
         long began = System.nanoTime();
@@ -725,7 +811,7 @@ public final class GuardedProcessor implements RecordProcessor {
             return;
           }
           timed(VerdictListener.Step.CONFIRM, began);
-          settled.set(true); // Guard.confirm released it
+          settled = true; // Guard.confirm released it
           stopRenewal();
           storeRetries = 0;
           complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
@@ -734,6 +820,7 @@ public final class GuardedProcessor implements RecordProcessor {
       }
 
       void abort(String why) {
+        state = State.ABORTING;
         scheduleRenewal();
         Span span = trace.step("onceguard.abort");
         guard.abort(claim).whenComplete(step(span, ok -> ok == null ? null : ok ? "aborted" : "taken over", (ok, e) -> {
@@ -741,7 +828,7 @@ public final class GuardedProcessor implements RecordProcessor {
             storeTrouble("abort", e, () -> abort(why));
             return;
           }
-          settled.set(true); // Guard.abort released it
+          settled = true; // Guard.abort released it
           stopRenewal();
           storeRetries = 0;
           if (!ok) {
@@ -764,12 +851,14 @@ public final class GuardedProcessor implements RecordProcessor {
       void reclaim(String step, Throwable e) {
         stopRenewal();
         release();
+        state = State.CLAIMING;
         storeTrouble(step, e, Run.this::claim);
       }
 
       /** Hands the claim back to the guard locally, once. */
       void release() {
-        if (settled.compareAndSet(false, true)) {
+        if (!settled) {
+          settled = true;
           guard.release(claim);
         }
       }
@@ -792,7 +881,9 @@ public final class GuardedProcessor implements RecordProcessor {
       /** Cancelled or lost mid-way: Kafka redelivers the record (cancel) or the new owner finishes it. */
       void abandon() {
         stopRenewal();
-        if (!dispatched && !lost && settled.compareAndSet(false, true)) {
+        if (!dispatched && !lost && !settled) {
+          settled = true;
+          state = State.ABANDONING;
           // not sent in this attempt: hand the claim on now instead of leaving it leased, so the
           // partition's next owner takes the record at once. A fresh claim nobody ever sent is
           // undone (its row deleted: the next delivery is a first one). A claim whose record the
@@ -805,7 +896,7 @@ public final class GuardedProcessor implements RecordProcessor {
               guard.release(claim); // Guard.abort and relinquish release only on success
               fields(log.atDebug()).log("{}: handing the unused claim on failed; it expires with its lease: {}", where(), e.toString());
             }
-            done.completeExceptionally(new CancelledException(where()));
+            abandoned(where());
           }));
           return;
         }
@@ -815,7 +906,7 @@ public final class GuardedProcessor implements RecordProcessor {
               "claim was taken over by another owner while forwarding"), false);
           return;
         }
-        done.completeExceptionally(new CancelledException(where()));
+        abandoned(where());
       }
     }
   }
