@@ -212,9 +212,35 @@ public final class GuardedProcessor implements RecordProcessor {
     }
   }
 
-  /** True if {@code later} can still apply once the entity is in {@code state}. */
-  private boolean keepsApplicable(String state, EventConfig later) {
-    return later.from().stream().anyMatch(f -> f.equals(state) || machine.reachable(state, f));
+  /**
+   * With a machine, false when applying {@code later}'s event first would make {@code parked}'s
+   * impossible: its target state neither is nor leads to one of {@code parked}'s from-states. True
+   * without a machine, and for a record whose event cannot be read (it is escalated, never applied).
+   */
+  @Override
+  public boolean mayOvertake(ConsumerRecord<byte[], byte[]> parked, ConsumerRecord<byte[], byte[]> later) {
+    if (machine == null) {
+      return true;
+    }
+    ExtractedEvent p = eventOrNull(parked);
+    ExtractedEvent l = eventOrNull(later);
+    return p == null || l == null || mayOvertake(p, l);
+  }
+
+  /** The record's event, from the extraction {@link #orderingKey} kept if there is one; null if unreadable. */
+  private ExtractedEvent eventOrNull(ConsumerRecord<byte[], byte[]> r) {
+    Extraction x = extractedForOrdering.get(r);
+    if (x == null) {
+      x = extractor.extract(r.key(), r.value(), r.headers());
+    }
+    return x instanceof Extraction.Ok ok ? ok.event() : null;
+  }
+
+  /** See {@link #mayOvertake(ConsumerRecord, ConsumerRecord)}; both events of this route's machine. */
+  private boolean mayOvertake(ExtractedEvent parked, ExtractedEvent later) {
+    String state = machine.event(later.event()).to();
+    EventConfig waiting = machine.event(parked.event());
+    return waiting.from().stream().anyMatch(f -> f.equals(state) || machine.reachable(state, f));
   }
 
   /** Store failures seen so far (each retried). */
@@ -442,9 +468,8 @@ public final class GuardedProcessor implements RecordProcessor {
       if (m == null) {
         return null;
       }
-      String to = machine.event(event.event()).to();
       for (Run a : m.headMap(source.offset()).values()) {
-        if (!keepsApplicable(to, machine.event(a.event.event()))) {
+        if (!mayOvertake(a.event, event)) {
           return a;
         }
       }

@@ -24,6 +24,17 @@ public interface RecordProcessor {
   String orderingKey(ConsumerRecord<byte[], byte[]> record);
 
   /**
+   * Whether {@code later}, a record of the same ordering key and partition after {@code parked},
+   * may be applied before {@code parked}, which is parked in its {@link OrderSlot}: false when
+   * applying it first would make {@code parked} impossible. Pure: a function of the two records
+   * only, cheap, never blocks, never throws; called on the route's poll thread. Processors that
+   * impose no order among a key's records keep the default, true.
+   */
+  default boolean mayOvertake(ConsumerRecord<byte[], byte[]> parked, ConsumerRecord<byte[], byte[]> later) {
+    return true;
+  }
+
+  /**
    * Processes the record. The stage completes normally once the record is finished and its
    * offset may be committed. It completes exceptionally only when {@code cancel} was triggered
    * (revocation, shutdown) before the record was finished: then the offset must not be committed

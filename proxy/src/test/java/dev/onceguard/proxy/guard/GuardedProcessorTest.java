@@ -492,6 +492,20 @@ class GuardedProcessorTest {
     assertThat(store.entityRow("o-1").state).isEqualTo("cancelled");
   }
 
+  @Test
+  void mayOvertake_onlyARecordWhoseTargetStillLeadsToTheParkedRecordsFromState() {
+    ConsumerRecord<byte[], byte[]> deliver = record(10, "o-1", "deliver");
+    // ship's target is deliver's from-state; prepare's target leads to it; cancel's never does
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "ship"))).isTrue();
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "prepare"))).isTrue();
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "cancel"))).isFalse();
+    assertThat(processor.mayOvertake(record(10, "o-1", "ship"), record(11, "o-1", "cancel"))).isFalse();
+    // an unreadable record is escalated, never applied: no order to keep
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "no-such-event"))).isTrue();
+    // the answer comes from the records alone: asking does not touch the store
+    assertThat(store.calls).isEmpty();
+  }
+
   /** A {@code deliver} that arrived before its {@code ship}, waiting; 1 s of it has passed. */
   private CompletableFuture<Void> earlyDeliverWaiting() {
     store.entity("o-1", "to_ship");
