@@ -32,8 +32,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -53,11 +51,11 @@ import org.slf4j.spi.LoggingEventBuilder;
  *       escalated as OUT_OF_ORDER; a redelivery of a record still leased by a dead owner waits for
  *       the lease and takes over;
  *   <li><b>reorder window</b> — a waiting early arrival parks in its {@link OrderSlot}, so later
- *       records of its entity in the same partition may start and heal a swapped pair; such a
- *       later record claims only if its transition keeps every earlier parked one applicable (its
- *       target reaches their from-states), otherwise it waits behind them: records are reordered
- *       only into an order the machine allows, never one that would make an earlier record
- *       illegal;
+ *       records of its entity in the same partition may start and heal a swapped pair; the
+ *       pipeline starts such a later record only where {@link #mayOvertake} allows it (its
+ *       transition keeps every earlier parked one applicable: its target reaches their
+ *       from-states), otherwise it holds it behind them: records are reordered only into an order
+ *       the machine allows, never one that would make an earlier record illegal;
  *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
  *       renewed while the call and its retries run; RETRY backs off with jitter up to
  *       {@code retry.max-attempts}, then counts as a rejection; a business that cannot be reached
@@ -103,8 +101,6 @@ public final class GuardedProcessor implements RecordProcessor {
   private final OutageClock outages = new OutageClock();
   /** The route's machine; null without one. */
   private final StateMachine machine;
-  /** Parked early arrivals by topic, partition and entity, in offset order. */
-  private final ConcurrentHashMap<String, ConcurrentSkipListMap<Long, Run>> parked = new ConcurrentHashMap<>();
 
   /** Without tracing. Uses and does not own any of its collaborators. */
   public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, EscalationSink escalator,
@@ -130,8 +126,9 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /**
-   * Extractions made on the poll thread for {@link #orderingKey}, taken by the record's run.
-   * Identity-keyed and weak: a record revoked before it ran leaves nothing behind.
+   * Extractions made on the poll thread for {@link #orderingKey}, read by the record's run and by
+   * {@link #mayOvertake}. Identity-keyed and weak: a record the pipeline let go of leaves nothing
+   * behind.
    */
   private final Map<ConsumerRecord<byte[], byte[]>, Extraction> extractedForOrdering =
       java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
@@ -185,7 +182,7 @@ public final class GuardedProcessor implements RecordProcessor {
     CLAIMING,
     /** Waiting to claim again, not parked: a live lease of an earlier owner, or no machine to reorder by. */
     WAITING,
-    /** Waiting to claim again while parked in the reorder window: an early arrival, a busy entity, or behind a parked record. */
+    /** Waiting to claim again while parked in the reorder window: an early arrival or a busy entity. */
     PARKED,
     /** Forwarding the accepted claim: an attempt, its backoff, or the renewal a late attempt waits for. */
     DISPATCHING,
@@ -255,8 +252,7 @@ public final class GuardedProcessor implements RecordProcessor {
    * #ctx}, and every continuation re-enters through it ({@link #step} for stages, {@code
    * ctx.execute} for timers, nudges and cancellation), so the fields are plain. Each task first
    * looks at {@link #state}: once the record {@linkplain State#finished() finished}, a task does
-   * nothing. Other records read only {@link #source} and {@link #event} of a parked record, which
-   * are set before it is registered in {@link #parked}, the registry publishing them.
+   * nothing.
    */
   private final class Run {
     final ConsumerRecord<byte[], byte[]> record;
@@ -270,14 +266,14 @@ public final class GuardedProcessor implements RecordProcessor {
     final SerialExecutor ctx = new SerialExecutor(this::failed);
     State state = State.EXTRACTING;
     ExtractedEvent event;
-    /** When the early-arrival wait (or the wait behind a parked record) began; -1: not waiting. */
+    /** When the early-arrival wait began; -1: not waiting. */
     long waitingSince = -1;
     /** {@link #outages} when the wait began. */
     long outagesAtWaitStart;
     int storeRetries;
     /**
-     * Registered in {@link #parked} and parked in the slot; stays so while a parked record claims
-     * again ({@link State#CLAIMING}), until it goes on to the business or finishes.
+     * Parked in the slot; stays so while a parked record claims again ({@link State#CLAIMING}),
+     * until it goes on to the business or finishes.
      */
     boolean isParked;
     /** The wait of a parked record, which a nudge ends early. */
@@ -293,10 +289,7 @@ public final class GuardedProcessor implements RecordProcessor {
       this.slot = slot;
       this.source = new Source(record.topic(), record.partition(), record.offset());
       this.trace = tracing.consume(route.name(), record);
-      done.whenComplete((v, e) -> {
-        unregister();
-        trace.end(e);
-      });
+      done.whenComplete((v, e) -> trace.end(e));
     }
 
     /** {@code line} with the record's structured fields. */
@@ -384,7 +377,7 @@ public final class GuardedProcessor implements RecordProcessor {
 
     void start() {
       state = State.EXTRACTING;
-      Extraction x = extractedForOrdering.remove(record);
+      Extraction x = extractedForOrdering.get(record);
       if (x == null) {
         x = extractor.extract(record.key(), record.value(), record.headers());
       }
@@ -410,17 +403,6 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       nudged = false;
-      Run ahead = earlierParkedThisWouldBreak();
-      if (ahead != null) {
-        startWaiting(clock.nowMillis());
-        // bounded like any early arrival; past it the claim decides on its own
-        if (waited(clock.nowMillis()) < route.earlyArrivalTimeout().toMillis()) {
-          log.debug("{}: waits behind parked {} ({}), which it would make impossible", where(), ahead.source, ahead.event.event());
-          park();
-          waitParked(route.earlyArrivalRetry());
-          return;
-        }
-      }
       state = State.CLAIMING;
       Span span = trace.step("onceguard.claim");
       long began = System.nanoTime();
@@ -443,7 +425,6 @@ public final class GuardedProcessor implements RecordProcessor {
           unpark();
           f.attempt(1);
         } else if (r instanceof ClaimResult.Rejected j) {
-          unregister();
           finish(j.verdict(), false);
         } else {
           waitThenClaim((ClaimResult.Wait) r);
@@ -451,44 +432,12 @@ public final class GuardedProcessor implements RecordProcessor {
       }));
     }
 
-    String windowKey() {
-      return record.topic() + "\u0000" + record.partition() + "\u0000" + event.entityId();
-    }
-
-    /**
-     * A parked record of this entity, earlier in this partition, that this record's transition
-     * would make impossible (its target state does not lead to their from-states); null if none,
-     * so this one may go first.
-     */
-    Run earlierParkedThisWouldBreak() {
-      if (machine == null) {
-        return null;
-      }
-      ConcurrentSkipListMap<Long, Run> m = parked.get(windowKey());
-      if (m == null) {
-        return null;
-      }
-      for (Run a : m.headMap(source.offset()).values()) {
-        if (!mayOvertake(a.event, event)) {
-          return a;
-        }
-      }
-      return null;
-    }
-
-    /** Lets later records of the entity start (reorder window) and be seen by their check. */
+    /** Lets later records of the entity start (reorder window, where {@link #mayOvertake} allows). */
     void park() {
       if (isParked || machine == null) {
         return;
       }
       isParked = true;
-      // registered before the slot lets a later record start, so that record sees this one; in
-      // one compute, so that an unregister emptying and removing the map cannot strand the entry
-      parked.compute(windowKey(), (k, m) -> {
-        ConcurrentSkipListMap<Long, Run> map = m == null ? new ConcurrentSkipListMap<>() : m;
-        map.put(source.offset(), this);
-        return map;
-      });
       cancel.onCancel(() -> ctx.execute(this::nudge));
       slot.park(() -> ctx.execute(this::nudge));
     }
@@ -496,20 +445,9 @@ public final class GuardedProcessor implements RecordProcessor {
     /** Going on to the business: later records of the entity wait again. */
     void unpark() {
       if (isParked) {
-        unregister();
+        isParked = false;
         slot.unpark();
       }
-    }
-
-    void unregister() {
-      if (event == null || machine == null) {
-        return;
-      }
-      parked.computeIfPresent(windowKey(), (k, m) -> {
-        m.remove(source.offset(), this);
-        return m.isEmpty() ? null : m;
-      });
-      isParked = false;
     }
 
     /** In the context: a record of the entity finished (or the work is cancelled); look again now. */
@@ -563,7 +501,6 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       startWaiting(now);
       if (waited(now) >= route.earlyArrivalTimeout().toMillis()) {
-        unregister();
         finish(w.ifTimedOut(), false);
         return;
       }
@@ -581,8 +518,8 @@ public final class GuardedProcessor implements RecordProcessor {
     /**
      * How long this record has waited, without the time the store could not answer this route's
      * claims meanwhile: an outage also holds up the predecessor the record waits for, so counting
-     * it would escalate records that are merely early, and would let a record waiting behind a
-     * parked one go first.
+     * it would escalate records that are merely early, and would let the records the pipeline
+     * holds behind a parked one go first.
      */
     long waited(long now) {
       return now - waitingSince - (outages.total(now) - outagesAtWaitStart);

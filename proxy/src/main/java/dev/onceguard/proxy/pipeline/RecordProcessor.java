@@ -12,7 +12,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * never block. {@link #process} may be called concurrently for records of different ordering
  * keys; for one ordering key within one partition the pipeline calls it in offset order, the next
  * only after the previous stage completed or parked itself through its {@link OrderSlot} (then
- * several records of the key may be in process at once, up to the route's reorder window).
+ * several records of the key may be in process at once, up to the route's reorder window, each
+ * only where {@link #mayOvertake} lets it go before the parked ones).
  */
 public interface RecordProcessor {
 

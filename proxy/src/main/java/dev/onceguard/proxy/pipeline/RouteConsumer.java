@@ -58,7 +58,9 @@ import org.slf4j.LoggerFactory;
  * partition and {@code maxInFlight} per route. A record that waits for a successor transition
  * parks itself through its {@link OrderSlot}; then later records of its key may start, up to
  * {@code reorderWindow} started records per key, and every record of the key that finishes
- * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A record
+ * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A later
+ * record starts before a parked one only where the processor's {@link RecordProcessor#mayOvertake}
+ * allows it; otherwise the scheduler holds it until that one goes on or finishes. A record
  * polled while its key is busy or the bounds are reached waits in memory. Partitions pause and
  * resume by the {@link PausePolicy}. As one poll returns at most {@code max.poll.records} (set to
  * the per-partition bound, see {@link ConsumerProperties}), memory stays below
@@ -408,6 +410,19 @@ public final class RouteConsumer implements AutoCloseable {
     }
   }
 
+  /**
+   * The processor's {@link RecordProcessor#mayOvertake}; one that throws (a bug) keeps the order:
+   * the later record waits until the parked one goes on or finishes.
+   */
+  private boolean mayOvertake(Pending parked, Pending later) {
+    try {
+      return processor.mayOvertake(parked.record(), later.record());
+    } catch (RuntimeException e) {
+      log.error("route {}: mayOvertake failed; the later record keeps its order", settings.route(), e);
+      return false;
+    }
+  }
+
   /** Starts an attempt of a record the scheduler handed out (it already counts as running). */
   private void launch(InFlight f) {
     f.work.inFlight.put(f.record.offset(), f);
@@ -691,7 +706,7 @@ public final class RouteConsumer implements AutoCloseable {
   private final class PartitionWork {
     final TopicPartition tp;
     final PartitionCommits.Partition commits;
-    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>(settings.reorderWindow());
+    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>(settings.reorderWindow(), RouteConsumer.this::mayOvertake);
     /** Started records whose current attempt runs, by offset. */
     final Map<Long, InFlight> inFlight = new HashMap<>();
     /** Started records whose attempt failed, waiting to be tried again, by offset. */
