@@ -51,6 +51,8 @@ public final class KeyOrderedScheduler<T> {
     State state = State.WAITING;
     /** In {@link #ready}. */
     boolean queued;
+    /** A record of its key finished while this one was running: see {@link #takeProgressed}. */
+    boolean progressed;
 
     Entry(String key, long offset, T item) {
       this.key = key;
@@ -164,6 +166,26 @@ public final class KeyOrderedScheduler<T> {
     return true;
   }
 
+  /** True if the started record at {@code offset} is parked. */
+  public boolean isParked(String key, long offset) {
+    Entry<T> e = started(key, offset);
+    return e != null && e.state == State.PARKED;
+  }
+
+  /**
+   * True, once, if a record of its key finished while the started record at {@code offset} was
+   * running: it may be about to park on a state that record just changed, so when it parks it
+   * looks again at once instead of waiting for the next nudge.
+   */
+  public boolean takeProgressed(String key, long offset) {
+    Entry<T> e = started(key, offset);
+    if (e == null || !e.progressed) {
+      return false;
+    }
+    e.progressed = false;
+    return true;
+  }
+
   /** The parked record at {@code offset} runs again (it goes on to the business). No effect otherwise. */
   public void unpark(String key, long offset) {
     Entry<T> e = started(key, offset);
@@ -180,7 +202,8 @@ public final class KeyOrderedScheduler<T> {
    * ready.
    *
    * @return the other started records of {@code key}, running or parked, in offset order: the
-   *     ones waiting for a predecessor may now be able to go on
+   *     ones waiting for a predecessor may now be able to go on; the running ones are marked
+   *     {@linkplain #takeProgressed progressed}
    * @throws IllegalStateException if that record is not started
    */
   public List<T> finished(String key, long offset) {
@@ -206,6 +229,9 @@ public final class KeyOrderedScheduler<T> {
       Entry<T> o = q.entries.get(j);
       if (o.state != State.HELD) {
         others.add(o.item);
+      }
+      if (o.state == State.RUNNING) {
+        o.progressed = true;
       }
     }
     return others;

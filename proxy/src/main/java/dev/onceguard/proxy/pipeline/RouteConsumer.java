@@ -491,16 +491,11 @@ public final class RouteConsumer implements AutoCloseable {
     List<Pending> others = w.scheduler.finished(f.key, offset);
     running--;
     outstanding--;
+    // the running ones are marked progressed by the scheduler: they look again when they park
     for (Pending p : others) {
       InFlight g = w.inFlight.get(p.record().offset());
-      if (g == null) {
-        continue;
-      }
-      if (g.nudge != null) {
+      if (g != null && g.nudge != null && w.scheduler.isParked(f.key, p.record().offset())) {
         nudge(g);
-      } else {
-        // it may be about to park on a state this record just changed: nudge it when it does
-        g.progressed = true;
       }
     }
   }
@@ -552,9 +547,8 @@ public final class RouteConsumer implements AutoCloseable {
     } else {
       f.nudge = sc.nudge();
       w.scheduler.park(f.key, f.record.offset());
-      if (f.progressed) {
+      if (w.scheduler.takeProgressed(f.key, f.record.offset())) {
         // a record of its key finished while it was deciding to wait: look again at once
-        f.progressed = false;
         nudge(f);
       }
     }
@@ -730,10 +724,8 @@ public final class RouteConsumer implements AutoCloseable {
     final String key;
     final int attempt;
     final Cancellation cancel = new Cancellation();
-    /** Poll thread only: set while the record is parked. */
+    /** Poll thread only: what the record asked to be nudged with when it last parked; null once it went on. */
     Runnable nudge;
-    /** Poll thread only: a record of the same key finished while this one was not parked. */
-    boolean progressed;
     /** Poll thread only: the pipeline failed this attempt (its nudge threw) and cancelled it. */
     Throwable failure;
     /** Poll thread only: when a failed attempt is tried again (clock millis). */

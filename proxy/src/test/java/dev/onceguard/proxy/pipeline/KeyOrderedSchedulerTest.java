@@ -348,4 +348,27 @@ class KeyOrderedSchedulerTest {
     assertThat(s.finished("a", 3)).isEmpty();
     assertThat(s.outstanding()).isZero();
   }
+
+  @Test
+  void finished_marksTheRunningOthersProgressed_once_andTheParkedOnesAreToldApart() {
+    KeyOrderedScheduler<String> s = new KeyOrderedScheduler<>(4);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "a1");
+    s.submit("a", 2, "a2");
+    s.next();
+    s.park("a", 0);
+    s.next();
+    s.park("a", 1);
+    s.next();
+    s.unpark("a", 1); // a1 claims again: running when a2 finishes
+    assertThat(s.isParked("a", 0)).isTrue();
+    assertThat(s.isParked("a", 1)).isFalse();
+
+    assertThat(s.finished("a", 2)).containsExactly("a0", "a1");
+
+    assertThat(s.takeProgressed("a", 0)).as("a0 was parked: it is nudged, not marked").isFalse();
+    assertThat(s.takeProgressed("a", 1)).as("a1 was running: it looks again when it parks").isTrue();
+    assertThat(s.takeProgressed("a", 1)).as("once").isFalse();
+    assertThat(s.takeProgressed("a", 2)).as("not started any more").isFalse();
+  }
 }
