@@ -35,8 +35,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -56,11 +54,11 @@ import org.slf4j.spi.LoggingEventBuilder;
  *       escalated as OUT_OF_ORDER; a redelivery of a record still leased by a dead owner waits for
  *       the lease and takes over;
  *   <li><b>reorder window</b> — a waiting early arrival parks in its {@link OrderSlot}, so later
- *       records of its entity in the same partition may start and heal a swapped pair; such a
- *       later record claims only if its transition keeps every earlier parked one applicable (its
- *       target reaches their from-states), otherwise it waits behind them: records are reordered
- *       only into an order the machine allows, never one that would make an earlier record
- *       illegal;
+ *       records of its entity in the same partition may start and heal a swapped pair; the
+ *       pipeline starts such a later record only where {@link #mayOvertake} allows it (its
+ *       transition keeps every earlier parked one applicable: its target reaches their
+ *       from-states), otherwise it holds it behind them: records are reordered only into an order
+ *       the machine allows, never one that would make an earlier record illegal;
  *   <li><b>forward</b> — {@code MessageHandler.Handle} with the route's deadline; the lease is
  *       renewed while the call and its retries run; RETRY backs off with jitter up to
  *       {@code retry.max-attempts}, then counts as a rejection; a business that cannot be reached
@@ -78,8 +76,14 @@ import org.slf4j.spi.LoggingEventBuilder;
  * context goes to the business), confirm, abort and escalation (whose context the escalated record
  * carries). Log lines about a record carry its fields ({@link RecordLog}).
  *
- * <p>Threading: {@link #process} never blocks; steps continue on the stores', the dispatcher's
- * and the scheduler's threads. Thread-safe; one instance per route.
+ * <p>Threading: {@link #process} never blocks. Each record's way is one object ({@code Run})
+ * with an explicit {@link State}, driven on a {@link SerialExecutor} of its own: every continuation
+ * of the record (store, dispatcher and escalator answers, timers, nudges, cancellation) is a task
+ * of that context, so a record's steps never overlap and its state needs no lock; a continuation
+ * that arrives after the record left the state it was meant for (a late answer, a stale timer) is
+ * recognised by the state and ignored. The tasks run on the stores', the dispatcher's, the
+ * scheduler's and the poll thread, whichever hands the record its next event. Thread-safe; one
+ * instance per route.
  */
 public final class GuardedProcessor implements RecordProcessor {
   private static final Logger log = LoggerFactory.getLogger(GuardedProcessor.class);
@@ -100,8 +104,6 @@ public final class GuardedProcessor implements RecordProcessor {
   private final OutageClock outages = new OutageClock();
   /** The route's machine; null without one. */
   private final StateMachine machine;
-  /** Parked early arrivals by topic, partition and entity, in offset order. */
-  private final ConcurrentHashMap<String, ConcurrentSkipListMap<Long, Run>> parked = new ConcurrentHashMap<>();
 
   /** Without tracing. Uses and does not own any of its collaborators. */
   public GuardedProcessor(RouteConfig route, MachineConfig machine, Guard guard, Dispatcher dispatcher, EscalationSink escalator,
@@ -127,8 +129,9 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /**
-   * Extractions made on the poll thread for {@link #orderingKey}, taken by the record's run.
-   * Identity-keyed and weak: a record revoked before it ran leaves nothing behind.
+   * Extractions made on the poll thread for {@link #orderingKey}, read by the record's run and by
+   * {@link #mayOvertake}. Identity-keyed and weak: a record the pipeline let go of leaves nothing
+   * behind.
    */
   private final Map<ConsumerRecord<byte[], byte[]>, Extraction> extractedForOrdering =
       java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
@@ -164,13 +167,80 @@ public final class GuardedProcessor implements RecordProcessor {
   @Override
   public CompletionStage<Void> process(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
     Run run = new Run(record, cancel, slot);
-    run.start();
+    run.ctx.execute(run::start);
     return run.done;
   }
 
-  /** True if {@code later} can still apply once the entity is in {@code state}. */
-  private boolean keepsApplicable(String state, EventConfig later) {
-    return later.from().stream().anyMatch(f -> f.equals(state) || machine.reachable(state, f));
+  /**
+   * Where one record is in the protocol. A record is in exactly one state; only its own context
+   * changes it, and only forward: {@code EXTRACTING → CLAIMING ⇄ WAITING/PARKED → DISPATCHING →
+   * CONFIRMING | ABORTING → (ESCALATING →) PUBLISHING → DONE}, with {@code ABANDONING → ABANDONED}
+   * and {@code FAILED} reachable from any unfinished state; a lease that cannot be renewed leads
+   * from {@code DISPATCHING} back to {@code CLAIMING}.
+   */
+  enum State {
+    /** Reading the event from the record. */
+    EXTRACTING,
+    /** A claim was asked of the guard, or is asked again after a store failure. */
+    CLAIMING,
+    /** Waiting to claim again, not parked: a live lease of an earlier owner, or no machine to reorder by. */
+    WAITING,
+    /** Waiting to claim again while parked in the reorder window: an early arrival or a busy entity. */
+    PARKED,
+    /** Forwarding the accepted claim: an attempt, its backoff, or the renewal a late attempt waits for. */
+    DISPATCHING,
+    /** The business applied it; the claim is confirmed (retried until the store takes it). */
+    CONFIRMING,
+    /** The business did not apply it; the claim is aborted (retried until the store takes it). */
+    ABORTING,
+    /** Written to the escalation topic (retried until Kafka acknowledges it). */
+    ESCALATING,
+    /** The verdict is recorded and published (retried until Kafka acknowledges it). */
+    PUBLISHING,
+    /** Cancelled or lost with an unused claim: the claim is being handed on. */
+    ABANDONING,
+    /** Finished: the stage completed normally, the offset may be committed. */
+    DONE,
+    /** Given up on a cancellation (or a closed scheduler): Kafka redelivers the record. */
+    ABANDONED,
+    /** A step threw: the stage completed exceptionally and the pipeline tries the record again. */
+    FAILED;
+
+    /** No step runs any more: the record's stage completed. */
+    boolean finished() {
+      return this == DONE || this == ABANDONED || this == FAILED;
+    }
+  }
+
+  /**
+   * With a machine, false when applying {@code later}'s event first would make {@code parked}'s
+   * impossible: its target state neither is nor leads to one of {@code parked}'s from-states. True
+   * without a machine, and for a record whose event cannot be read (it is escalated, never applied).
+   */
+  @Override
+  public boolean mayOvertake(ConsumerRecord<byte[], byte[]> parked, ConsumerRecord<byte[], byte[]> later) {
+    if (machine == null) {
+      return true;
+    }
+    ExtractedEvent p = eventOrNull(parked);
+    ExtractedEvent l = eventOrNull(later);
+    return p == null || l == null || mayOvertake(p, l);
+  }
+
+  /** The record's event, from the extraction {@link #orderingKey} kept if there is one; null if unreadable. */
+  private ExtractedEvent eventOrNull(ConsumerRecord<byte[], byte[]> r) {
+    Extraction x = extractedForOrdering.get(r);
+    if (x == null) {
+      x = extractor.extract(r.key(), r.value(), r.headers());
+    }
+    return x instanceof Extraction.Ok ok ? ok.event() : null;
+  }
+
+  /** See {@link #mayOvertake(ConsumerRecord, ConsumerRecord)}; both events of this route's machine. */
+  private boolean mayOvertake(ExtractedEvent parked, ExtractedEvent later) {
+    String state = machine.event(later.event()).to();
+    EventConfig waiting = machine.event(parked.event());
+    return waiting.from().stream().anyMatch(f -> f.equals(state) || machine.reachable(state, f));
   }
 
   /** Store failures seen so far (each retried). */
@@ -179,9 +249,13 @@ public final class GuardedProcessor implements RecordProcessor {
   }
 
   /**
-   * One record's way through the protocol. Steps run one at a time (each starts from the end of
-   * the previous one), so the plain fields are never touched concurrently; the lease renewal of
-   * a {@link Forward} runs beside the steps and is confined to volatile fields.
+   * One record's way through the protocol, the single owner of its lifecycle.
+   *
+   * <p>Threading contract: every field not final is read and written only by tasks of {@link
+   * #ctx}, and every continuation re-enters through it ({@link #step} for stages, {@code
+   * ctx.execute} for timers, nudges and cancellation), so the fields are plain. Each task first
+   * looks at {@link #state}: once the record {@linkplain State#finished() finished}, a task does
+   * nothing.
    */
   private final class Run {
     final ConsumerRecord<byte[], byte[]> record;
@@ -191,20 +265,26 @@ public final class GuardedProcessor implements RecordProcessor {
     final CompletableFuture<Void> done = new CompletableFuture<>();
     /** The record's consume span; ended when the record completes. */
     final RecordSpan trace;
+    /** The record's serial context; a task that throws fails the record. */
+    final SerialExecutor ctx = new SerialExecutor(this::failed);
+    State state = State.EXTRACTING;
     ExtractedEvent event;
-    /** When the early-arrival wait (or the wait behind a parked record) began; -1: not waiting. */
+    /** When the early-arrival wait began; -1: not waiting. */
     long waitingSince = -1;
     /** {@link #outages} when the wait began. */
     long outagesAtWaitStart;
     int storeRetries;
-    /** Registered in {@link #parked} and parked in the slot. */
-    volatile boolean isParked;
+    /**
+     * Parked in the slot; stays so while a parked record claims again ({@link State#CLAIMING}),
+     * until it goes on to the business or finishes.
+     */
+    boolean isParked;
     /** The wait of a parked record, which a nudge ends early. */
-    volatile CompletableFuture<Void> wake;
+    CompletableFuture<Void> wake;
     /** A nudge came since the last claim began: whatever it waited for may have happened. */
-    volatile boolean nudged;
+    boolean nudged;
     /** The accepted claim being forwarded; null before the guard accepted one. */
-    volatile Forward forward;
+    Forward forward;
 
     Run(ConsumerRecord<byte[], byte[]> record, Cancellation cancel, OrderSlot slot) {
       this.record = record;
@@ -212,10 +292,7 @@ public final class GuardedProcessor implements RecordProcessor {
       this.slot = slot;
       this.source = new Source(record.topic(), record.partition(), record.offset());
       this.trace = tracing.consume(route.name(), record);
-      done.whenComplete((v, e) -> {
-        unregister();
-        trace.end(e);
-      });
+      done.whenComplete((v, e) -> trace.end(e));
     }
 
     /** {@code line} with the record's structured fields. */
@@ -224,32 +301,48 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     /**
-     * A step's continuation that cannot leave the record hanging: if it throws (a bug, a broken
-     * collaborator), the record completes exceptionally, and the pipeline logs it and tries it again.
-     * Once the record completed, later continuations (a call or a timer still running beside a
-     * step that failed) do nothing: the retry owns the record from then on.
+     * A step's continuation, run as a task of the record's context, that cannot leave the record
+     * hanging: if it throws (a bug, a broken collaborator), the record fails ({@link #failed}).
+     * Once the record finished, later continuations (a call or a timer still running beside a
+     * step that failed) do nothing: the pipeline's retry owns the record from then on.
      */
     <T> java.util.function.BiConsumer<T, Throwable> step(java.util.function.BiConsumer<T, Throwable> body) {
-      return (v, e) -> {
-        if (done.isDone()) {
-          log.debug("{}: record already completed; a late continuation is ignored", where());
+      return (v, e) -> ctx.execute(() -> {
+        if (state.finished()) {
+          log.debug("{}: record already {}; a late continuation is ignored", where(), state);
           return;
         }
+        body.accept(v, e);
+      });
+    }
+
+    /**
+     * In the context: a task threw. The record completes exceptionally, and the pipeline logs it
+     * and tries it again; a claim it held is given up first.
+     */
+    void failed(Throwable t) {
+      if (state.finished()) {
+        log.debug("{}: a task failed after the record {}", where(), state, t);
+        return;
+      }
+      fields(log.atError()).setCause(t).log("{}: a step failed unexpectedly in state {}; the record is given back to the pipeline",
+          where(), state);
+      state = State.FAILED;
+      Forward f = forward;
+      if (f != null) {
         try {
-          body.accept(v, e);
-        } catch (RuntimeException | Error t) {
-          fields(log.atError()).setCause(t).log("{}: a step failed unexpectedly; the record is given back to the pipeline", where());
-          Forward f = forward;
-          if (f != null) {
-            try {
-              f.giveUp();
-            } catch (RuntimeException | Error t2) {
-              t.addSuppressed(t2);
-            }
-          }
-          done.completeExceptionally(t);
+          f.giveUp();
+        } catch (RuntimeException | Error t2) {
+          t.addSuppressed(t2);
         }
-      };
+      }
+      done.completeExceptionally(t);
+    }
+
+    /** The record stops unfinished (cancelled, or its scheduler closed): Kafka redelivers it. */
+    void abandoned(String why) {
+      state = State.ABANDONED;
+      done.completeExceptionally(new CancelledException(why));
     }
 
     /**
@@ -286,7 +379,8 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void start() {
-      Extraction x = extractedForOrdering.remove(record);
+      state = State.EXTRACTING;
+      Extraction x = extractedForOrdering.get(record);
       if (x == null) {
         x = extractor.extract(record.key(), record.value(), record.headers());
       }
@@ -301,7 +395,7 @@ public final class GuardedProcessor implements RecordProcessor {
 
     boolean stopIfCancelled() {
       if (cancel.isCancelled()) {
-        done.completeExceptionally(new CancelledException(where()));
+        abandoned(where());
         return true;
       }
       return false;
@@ -312,17 +406,7 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       nudged = false;
-      Run ahead = earlierParkedThisWouldBreak();
-      if (ahead != null) {
-        startWaiting(clock.nowMillis());
-        // bounded like any early arrival; past it the claim decides on its own
-        if (waited(clock.nowMillis()) < route.earlyArrivalTimeout().toMillis()) {
-          log.debug("{}: waits behind parked {} ({}), which it would make impossible", where(), ahead.source, ahead.event.event());
-          park();
-          waitParked(route.earlyArrivalRetry());
-          return;
-        }
-      }
+      state = State.CLAIMING;
       Span span = trace.step("onceguard.claim");
       long began = System.nanoTime();
       long askedAt = clock.nowMillis();
@@ -344,7 +428,6 @@ public final class GuardedProcessor implements RecordProcessor {
           unpark();
           f.attempt(1);
         } else if (r instanceof ClaimResult.Rejected j) {
-          unregister();
           finish(j.verdict(), false);
         } else {
           waitThenClaim((ClaimResult.Wait) r);
@@ -352,70 +435,29 @@ public final class GuardedProcessor implements RecordProcessor {
       }));
     }
 
-    String windowKey() {
-      return record.topic() + "\u0000" + record.partition() + "\u0000" + event.entityId();
-    }
-
-    /**
-     * A parked record of this entity, earlier in this partition, that this record's transition
-     * would make impossible (its target state does not lead to their from-states); null if none,
-     * so this one may go first.
-     */
-    Run earlierParkedThisWouldBreak() {
-      if (machine == null) {
-        return null;
-      }
-      ConcurrentSkipListMap<Long, Run> m = parked.get(windowKey());
-      if (m == null) {
-        return null;
-      }
-      String to = machine.event(event.event()).to();
-      for (Run a : m.headMap(source.offset()).values()) {
-        if (!keepsApplicable(to, machine.event(a.event.event()))) {
-          return a;
-        }
-      }
-      return null;
-    }
-
-    /** Lets later records of the entity start (reorder window) and be seen by their check. */
+    /** Lets later records of the entity start (reorder window, where {@link #mayOvertake} allows). */
     void park() {
       if (isParked || machine == null) {
         return;
       }
       isParked = true;
-      // registered before the slot lets a later record start, so that record sees this one; in
-      // one compute, so that an unregister emptying and removing the map cannot strand the entry
-      parked.compute(windowKey(), (k, m) -> {
-        ConcurrentSkipListMap<Long, Run> map = m == null ? new ConcurrentSkipListMap<>() : m;
-        map.put(source.offset(), this);
-        return map;
-      });
-      cancel.onCancel(this::nudge);
-      slot.park(this::nudge);
+      cancel.onCancel(() -> ctx.execute(this::nudge));
+      slot.park(() -> ctx.execute(this::nudge));
     }
 
     /** Going on to the business: later records of the entity wait again. */
     void unpark() {
       if (isParked) {
-        unregister();
+        isParked = false;
         slot.unpark();
       }
     }
 
-    void unregister() {
-      if (event == null || machine == null) {
+    /** In the context: a record of the entity finished (or the work is cancelled); look again now. */
+    void nudge() {
+      if (state.finished()) {
         return;
       }
-      parked.computeIfPresent(windowKey(), (k, m) -> {
-        m.remove(source.offset(), this);
-        return m.isEmpty() ? null : m;
-      });
-      isParked = false;
-    }
-
-    /** Any thread: a record of the entity finished (or the work is cancelled); look again now. */
-    void nudge() {
       nudged = true;
       CompletableFuture<Void> w = wake;
       if (w != null) {
@@ -425,6 +467,7 @@ public final class GuardedProcessor implements RecordProcessor {
 
     /** Waits {@code d} or until nudged, then claims again. */
     void waitParked(Duration d) {
+      state = isParked ? State.PARKED : State.WAITING;
       CompletableFuture<Void> w = new CompletableFuture<>();
       wake = w;
       if (nudged || cancel.isCancelled()) {
@@ -442,7 +485,7 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       w.whenComplete(step((v, e) -> {
         if (e != null && !cancel.isCancelled()) {
-          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+          abandoned(where() + " (scheduler closed)");
         } else {
           claim();
         }
@@ -455,12 +498,12 @@ public final class GuardedProcessor implements RecordProcessor {
         // Kafka redelivered a record a dead owner still holds: wait for its lease, then take over
         fields(log.atInfo()).log("{}: record still leased by an earlier owner; taking over in {} ms", where(),
             Math.max(0, w.retryAtMillis() - now));
+        state = State.WAITING;
         later(Duration.ofMillis(Math.max(10, w.retryAtMillis() - now + 5)), this::claim);
         return;
       }
       startWaiting(now);
       if (waited(now) >= route.earlyArrivalTimeout().toMillis()) {
-        unregister();
         finish(w.ifTimedOut(), false);
         return;
       }
@@ -478,8 +521,8 @@ public final class GuardedProcessor implements RecordProcessor {
     /**
      * How long this record has waited, without the time the store could not answer this route's
      * claims meanwhile: an outage also holds up the predecessor the record waits for, so counting
-     * it would escalate records that are merely early, and would let a record waiting behind a
-     * parked one go first.
+     * it would escalate records that are merely early, and would let the records the pipeline
+     * holds behind a parked one go first.
      */
     long waited(long now) {
       return now - waitingSince - (outages.total(now) - outagesAtWaitStart);
@@ -504,7 +547,7 @@ public final class GuardedProcessor implements RecordProcessor {
     void later(Duration d, Runnable step) {
       scheduler.delay(d).whenComplete(step((v, e) -> {
         if (e != null) {
-          done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+          abandoned(where() + " (scheduler closed)");
         } else {
           step.run();
         }
@@ -524,6 +567,7 @@ public final class GuardedProcessor implements RecordProcessor {
       if (stopIfCancelled()) {
         return;
       }
+      state = State.ESCALATING;
       Span span = trace.step("onceguard.escalate");
       escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
         if (e != null) {
@@ -537,6 +581,7 @@ public final class GuardedProcessor implements RecordProcessor {
     }
 
     void complete(Verdict v, boolean forwarded) {
+      state = State.PUBLISHING;
       trace.verdict(v);
       if (v.getDisposition() != Disposition.ACCEPTED) {
         guard.record(v, source);
@@ -554,25 +599,26 @@ public final class GuardedProcessor implements RecordProcessor {
         } catch (RuntimeException le) {
           fields(log.atWarn()).log("verdict listener failed: {}", le.toString());
         }
+        state = State.DONE;
         done.complete(null);
       }));
     }
 
     /**
-     * Forwarding one accepted claim: attempts, lease renewal, confirm or abort. The attempt chain
-     * runs one step at a time; the renewal timer runs beside it and only touches the volatile
-     * {@code claim}, {@code lost} and its own timer.
+     * Forwarding one accepted claim: attempts, lease renewal, confirm or abort. Confined to the
+     * record's context like the rest of the run: the renewal timer's turns and answers are tasks
+     * of it too, interleaved with the attempt chain's, never beside them.
      */
     final class Forward {
-      volatile Claim claim;
+      Claim claim;
       final Verdict accepted;
       /** Lease renewals run until the claim is confirmed, aborted or abandoned. */
-      volatile CompletableFuture<Void> renewTimer;
-      volatile boolean renewalStopped;
+      CompletableFuture<Void> renewTimer;
+      boolean renewalStopped;
       /** The claim was definitely taken over by another owner. */
-      volatile boolean lost;
+      boolean lost;
       /** The call or backoff in progress; a cancellation cancels it. */
-      volatile CompletableFuture<?> current;
+      CompletableFuture<?> current;
       /** Some attempt went out: the business may have seen the record. */
       boolean dispatched;
       /** Some attempt ended ambiguously (deadline, transport): later ones are redeliveries. */
@@ -583,20 +629,21 @@ public final class GuardedProcessor implements RecordProcessor {
        * The claim was handed back to the guard (confirmed, aborted or released): the guard no
        * longer counts it as active in this process, so it must not be released again.
        */
-      final java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean();
+      boolean settled;
 
       Forward(Claim claim, Verdict accepted) {
         this.claim = claim;
         this.accepted = accepted;
-        cancel.onCancel(() -> {
+        cancel.onCancel(() -> ctx.execute(() -> {
           CompletableFuture<?> c = current;
           if (c != null) {
             c.cancel(false);
           }
-        });
+        }));
       }
 
       void attempt(int n) {
+        state = State.DISPATCHING;
         if (cancel.isCancelled() || lost) {
           abandon();
           return;
@@ -669,7 +716,7 @@ public final class GuardedProcessor implements RecordProcessor {
             current = delay;
             delay.whenComplete(step((v, e) -> {
               if (e != null && !cancel.isCancelled()) {
-                done.completeExceptionally(new CancelledException(where() + " (scheduler closed)"));
+                abandoned(where() + " (scheduler closed)");
               } else {
                 attempt(n + 1);
               }
@@ -685,8 +732,8 @@ public final class GuardedProcessor implements RecordProcessor {
         Duration every = route.lease().dividedBy(3);
         CompletableFuture<Void> t = scheduler.delay(every).toCompletableFuture();
         renewTimer = t;
-        t.whenComplete((v, e) -> {
-          if (e != null || renewTimer != t || renewalStopped) {
+        t.whenComplete((v, e) -> ctx.execute(() -> {
+          if (e != null || renewTimer != t || renewalStopped || state.finished()) {
             return;
           }
           guard.renew(route, claim).whenComplete(step((c, err) -> {
@@ -703,7 +750,7 @@ public final class GuardedProcessor implements RecordProcessor {
               }
             }
           }));
-        });
+        }));
       }
 
       void stopRenewal() {
@@ -718,6 +765,7 @@ public final class GuardedProcessor implements RecordProcessor {
       void confirm() {
         // the lease stays renewed until the confirm is through: a confirm retried past the lease
         // must not let another owner forward the record again
+        state = State.CONFIRMING;
         scheduleRenewal();
         Span span = trace.step("onceguard.confirm");
         long began = System.nanoTime();
@@ -728,7 +776,7 @@ public final class GuardedProcessor implements RecordProcessor {
             return;
           }
           timed(VerdictListener.Step.CONFIRM, began);
-          settled.set(true); // Guard.confirm released it
+          settled = true; // Guard.confirm released it
           stopRenewal();
           storeRetries = 0;
           complete(ok ? accepted : Verdicts.duplicate(Verdicts.base(route.name(), event), Layer.LEDGER, Reason.IN_FLIGHT,
@@ -737,6 +785,7 @@ public final class GuardedProcessor implements RecordProcessor {
       }
 
       void abort(String why) {
+        state = State.ABORTING;
         scheduleRenewal();
         Span span = trace.step("onceguard.abort");
         guard.abort(claim).whenComplete(step(span, ok -> ok == null ? null : ok ? "aborted" : "taken over", (ok, e) -> {
@@ -744,7 +793,7 @@ public final class GuardedProcessor implements RecordProcessor {
             storeTrouble("abort", e, () -> abort(why));
             return;
           }
-          settled.set(true); // Guard.abort released it
+          settled = true; // Guard.abort released it
           stopRenewal();
           storeRetries = 0;
           if (!ok) {
@@ -767,12 +816,14 @@ public final class GuardedProcessor implements RecordProcessor {
       void reclaim(String step, Throwable e) {
         stopRenewal();
         release();
+        state = State.CLAIMING;
         storeTrouble(step, e, Run.this::claim);
       }
 
       /** Hands the claim back to the guard locally, once. */
       void release() {
-        if (settled.compareAndSet(false, true)) {
+        if (!settled) {
+          settled = true;
           guard.release(claim);
         }
       }
@@ -795,7 +846,9 @@ public final class GuardedProcessor implements RecordProcessor {
       /** Cancelled or lost mid-way: Kafka redelivers the record (cancel) or the new owner finishes it. */
       void abandon() {
         stopRenewal();
-        if (!dispatched && !lost && settled.compareAndSet(false, true)) {
+        if (!dispatched && !lost && !settled) {
+          settled = true;
+          state = State.ABANDONING;
           // not sent in this attempt: hand the claim on now instead of leaving it leased, so the
           // partition's next owner takes the record at once. A fresh claim nobody ever sent is
           // undone (its row deleted: the next delivery is a first one). A claim whose record the
@@ -808,7 +861,7 @@ public final class GuardedProcessor implements RecordProcessor {
               guard.release(claim); // Guard.abort and relinquish release only on success
               fields(log.atDebug()).log("{}: handing the unused claim on failed; it expires with its lease: {}", where(), e.toString());
             }
-            done.completeExceptionally(new CancelledException(where()));
+            abandoned(where());
           }));
           return;
         }
@@ -818,7 +871,7 @@ public final class GuardedProcessor implements RecordProcessor {
               "claim was taken over by another owner while forwarding"), false);
           return;
         }
-        done.completeExceptionally(new CancelledException(where()));
+        abandoned(where());
       }
     }
   }

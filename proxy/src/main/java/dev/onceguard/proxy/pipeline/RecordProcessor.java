@@ -12,7 +12,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * never block. {@link #process} may be called concurrently for records of different ordering
  * keys; for one ordering key within one partition the pipeline calls it in offset order, the next
  * only after the previous stage completed or parked itself through its {@link OrderSlot} (then
- * several records of the key may be in process at once, up to the route's reorder window).
+ * several records of the key may be in process at once, up to the route's reorder window, each
+ * only where {@link #mayOvertake} lets it go before the parked ones).
  */
 public interface RecordProcessor {
 
@@ -22,6 +23,17 @@ public interface RecordProcessor {
    * record whose key cannot be read gets some stable key of its own (its offset will do).
    */
   String orderingKey(ConsumerRecord<byte[], byte[]> record);
+
+  /**
+   * Whether {@code later}, a record of the same ordering key and partition after {@code parked},
+   * may be applied before {@code parked}, which is parked in its {@link OrderSlot}: false when
+   * applying it first would make {@code parked} impossible. Pure: a function of the two records
+   * only, cheap, never blocks, never throws; called on the route's poll thread. Processors that
+   * impose no order among a key's records keep the default, true.
+   */
+  default boolean mayOvertake(ConsumerRecord<byte[], byte[]> parked, ConsumerRecord<byte[], byte[]> later) {
+    return true;
+  }
 
   /**
    * Processes the record. The stage completes normally once the record is finished and its

@@ -58,7 +58,9 @@ import org.slf4j.LoggerFactory;
  * partition and {@code maxInFlight} per route. A record that waits for a successor transition
  * parks itself through its {@link OrderSlot}; then later records of its key may start, up to
  * {@code reorderWindow} started records per key, and every record of the key that finishes
- * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A record
+ * nudges the parked ones, so a swapped pair heals at once instead of after a retry delay. A later
+ * record starts before a parked one only where the processor's {@link RecordProcessor#mayOvertake}
+ * allows it; otherwise the scheduler holds it until that one goes on or finishes. A record
  * polled while its key is busy or the bounds are reached waits in memory. Partitions pause and
  * resume by the {@link PausePolicy}. As one poll returns at most {@code max.poll.records} (set to
  * the per-partition bound, see {@link ConsumerProperties}), memory stays below
@@ -408,6 +410,19 @@ public final class RouteConsumer implements AutoCloseable {
     }
   }
 
+  /**
+   * The processor's {@link RecordProcessor#mayOvertake}; one that throws (a bug) keeps the order:
+   * the later record waits until the parked one goes on or finishes.
+   */
+  private boolean mayOvertake(Pending parked, Pending later) {
+    try {
+      return processor.mayOvertake(parked.record(), later.record());
+    } catch (RuntimeException e) {
+      log.error("route {}: mayOvertake failed; the later record keeps its order", settings.route(), e);
+      return false;
+    }
+  }
+
   /** Starts an attempt of a record the scheduler handed out (it already counts as running). */
   private void launch(InFlight f) {
     f.work.inFlight.put(f.record.offset(), f);
@@ -476,16 +491,11 @@ public final class RouteConsumer implements AutoCloseable {
     List<Pending> others = w.scheduler.finished(f.key, offset);
     running--;
     outstanding--;
+    // the running ones are marked progressed by the scheduler: they look again when they park
     for (Pending p : others) {
       InFlight g = w.inFlight.get(p.record().offset());
-      if (g == null) {
-        continue;
-      }
-      if (g.nudge != null) {
+      if (g != null && g.nudge != null && w.scheduler.isParked(f.key, p.record().offset())) {
         nudge(g);
-      } else {
-        // it may be about to park on a state this record just changed: nudge it when it does
-        g.progressed = true;
       }
     }
   }
@@ -537,9 +547,8 @@ public final class RouteConsumer implements AutoCloseable {
     } else {
       f.nudge = sc.nudge();
       w.scheduler.park(f.key, f.record.offset());
-      if (f.progressed) {
+      if (w.scheduler.takeProgressed(f.key, f.record.offset())) {
         // a record of its key finished while it was deciding to wait: look again at once
-        f.progressed = false;
         nudge(f);
       }
     }
@@ -691,7 +700,7 @@ public final class RouteConsumer implements AutoCloseable {
   private final class PartitionWork {
     final TopicPartition tp;
     final PartitionCommits.Partition commits;
-    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>(settings.reorderWindow());
+    final KeyOrderedScheduler<Pending> scheduler = new KeyOrderedScheduler<>(settings.reorderWindow(), RouteConsumer.this::mayOvertake);
     /** Started records whose current attempt runs, by offset. */
     final Map<Long, InFlight> inFlight = new HashMap<>();
     /** Started records whose attempt failed, waiting to be tried again, by offset. */
@@ -715,10 +724,8 @@ public final class RouteConsumer implements AutoCloseable {
     final String key;
     final int attempt;
     final Cancellation cancel = new Cancellation();
-    /** Poll thread only: set while the record is parked. */
+    /** Poll thread only: what the record asked to be nudged with when it last parked; null once it went on. */
     Runnable nudge;
-    /** Poll thread only: a record of the same key finished while this one was not parked. */
-    boolean progressed;
     /** Poll thread only: the pipeline failed this attempt (its nudge threw) and cancelled it. */
     Throwable failure;
     /** Poll thread only: when a failed attempt is tried again (clock millis). */

@@ -17,6 +17,7 @@ import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.pipeline.Cancellation;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.pipeline.DeliveryIds;
+import dev.onceguard.proxy.pipeline.KeyOrderedScheduler;
 import dev.onceguard.proxy.pipeline.OrderSlot;
 import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
@@ -29,6 +30,7 @@ import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -466,20 +468,87 @@ class GuardedProcessorTest {
     assertThat(time.pendingDelays()).isZero();
   }
 
+  /**
+   * The pipeline's side of the reorder window as {@code RouteConsumer} plays it, on one serial
+   * context standing for its poll thread: a {@link KeyOrderedScheduler} asking the processor's
+   * {@link GuardedProcessor#mayOvertake}, slots that park and unpark in it, and nudges for the
+   * parked records of a key when one of its records finishes.
+   */
+  private final class Window {
+    final List<Throwable> failures = new CopyOnWriteArrayList<>();
+    final SerialExecutor poll = new SerialExecutor(failures::add);
+    final KeyOrderedScheduler<ConsumerRecord<byte[], byte[]>> scheduler =
+        new KeyOrderedScheduler<>(ROUTE.reorderWindow(), processor::mayOvertake);
+    final Map<Long, Runnable> nudges = new HashMap<>();
+    final Map<Long, CompletableFuture<Void>> stages = new HashMap<>();
+    final List<Long> started = new CopyOnWriteArrayList<>();
+
+    CompletableFuture<Void> submit(ConsumerRecord<byte[], byte[]> r) {
+      CompletableFuture<Void> f = new CompletableFuture<>();
+      poll.execute(() -> {
+        stages.put(r.offset(), f);
+        scheduler.submit(processor.orderingKey(r), r.offset(), r);
+        startReady();
+      });
+      return f;
+    }
+
+    private void startReady() {
+      while (scheduler.hasReady()) {
+        ConsumerRecord<byte[], byte[]> r = scheduler.next();
+        String key = processor.orderingKey(r);
+        long offset = r.offset();
+        started.add(offset);
+        OrderSlot slot = new OrderSlot() {
+          @Override
+          public void park(Runnable nudge) {
+            poll.execute(() -> {
+              nudges.put(offset, nudge);
+              scheduler.park(key, offset);
+              startReady();
+            });
+          }
+
+          @Override
+          public void unpark() {
+            poll.execute(() -> {
+              nudges.remove(offset);
+              scheduler.unpark(key, offset);
+              startReady();
+            });
+          }
+        };
+        processor.process(r, new Cancellation(), slot).whenComplete((v, e) -> poll.execute(() -> {
+          nudges.remove(offset);
+          for (ConsumerRecord<byte[], byte[]> other : scheduler.finished(key, offset)) {
+            Runnable nudge = nudges.get(other.offset());
+            if (nudge != null) {
+              nudge.run();
+            }
+          }
+          startReady();
+          if (e == null) {
+            stages.get(offset).complete(null);
+          } else {
+            stages.get(offset).completeExceptionally(e);
+          }
+        }));
+      }
+    }
+  }
+
   @Test
-  void process_laterRecordThatWouldBreakTheParkedOne_waitsBehindItUntilItTimesOut() {
+  void process_laterRecordThatWouldBreakTheParkedOne_isHeldBehindItUntilItTimesOut() {
     store.entity("o-1", "to_ship");
-    ConsumerRecord<byte[], byte[]> deliver = record(10, "o-1", "deliver");
-    ConsumerRecord<byte[], byte[]> cancelIt = record(11, "o-1", "cancel");
-    RecordingSlot cancelSlot = new RecordingSlot();
+    Window window = new Window();
     dispatcher.script.add(DispatchResult.ok());
 
-    CompletableFuture<Void> fDeliver = processor.process(deliver, new Cancellation(), new RecordingSlot()).toCompletableFuture();
-    CompletableFuture<Void> fCancel = processor.process(cancelIt, new Cancellation(), cancelSlot).toCompletableFuture();
+    CompletableFuture<Void> fDeliver = window.submit(record(10, "o-1", "deliver"));
+    CompletableFuture<Void> fCancel = window.submit(record(11, "o-1", "cancel"));
     time.advance(Duration.ofSeconds(1));
 
-    assertThat(cancelSlot.parks).isEqualTo(1);
-    assertThat(claimsOf("cancel")).as("cancelled would make the earlier deliver impossible").isZero();
+    assertThat(window.started).as("cancelled would make the earlier deliver impossible").containsExactly(10L);
+    assertThat(claimsOf("cancel")).isZero();
     assertThat(fCancel).isNotDone();
 
     time.advance(ROUTE.earlyArrivalTimeout());
@@ -490,6 +559,21 @@ class GuardedProcessorTest {
     assertThat(fCancel).isCompleted();
     assertThat(dispatcher.calls).extracting(Delivery::getEvent).containsExactly("cancel");
     assertThat(store.entityRow("o-1").state).isEqualTo("cancelled");
+    assertThat(window.failures).isEmpty();
+  }
+
+  @Test
+  void mayOvertake_onlyARecordWhoseTargetStillLeadsToTheParkedRecordsFromState() {
+    ConsumerRecord<byte[], byte[]> deliver = record(10, "o-1", "deliver");
+    // ship's target is deliver's from-state; prepare's target leads to it; cancel's never does
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "ship"))).isTrue();
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "prepare"))).isTrue();
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "cancel"))).isFalse();
+    assertThat(processor.mayOvertake(record(10, "o-1", "ship"), record(11, "o-1", "cancel"))).isFalse();
+    // an unreadable record is escalated, never applied: no order to keep
+    assertThat(processor.mayOvertake(deliver, record(11, "o-1", "no-such-event"))).isTrue();
+    // the answer comes from the records alone: asking does not touch the store
+    assertThat(store.calls).isEmpty();
   }
 
   /** A {@code deliver} that arrived before its {@code ship}, waiting; 1 s of it has passed. */
@@ -554,11 +638,10 @@ class GuardedProcessorTest {
   @Test
   void process_recordWaitingBehindAParkedOne_throughAnOutageLongerThanTheTimeout_stillDoesNotGoFirst() {
     store.entity("o-1", "paid");
-    // ship waits for prepare; cancel behind it would make ship impossible, so it waits behind ship
-    CompletableFuture<Void> fShip = processor.process(record(10, "o-1", "ship"), new Cancellation(), new RecordingSlot())
-        .toCompletableFuture();
-    CompletableFuture<Void> fCancel = processor.process(record(11, "o-1", "cancel"), new Cancellation(), new RecordingSlot())
-        .toCompletableFuture();
+    Window window = new Window();
+    // ship waits for prepare; cancel behind it would make ship impossible, so it is held behind ship
+    CompletableFuture<Void> fShip = window.submit(record(10, "o-1", "ship"));
+    CompletableFuture<Void> fCancel = window.submit(record(11, "o-1", "cancel"));
     time.advance(Duration.ofSeconds(1));
     dispatcher.script.add(DispatchResult.ok());
     dispatcher.script.add(DispatchResult.ok());
@@ -569,7 +652,8 @@ class GuardedProcessorTest {
     assertThat(fShip).isNotDone();
     assertThat(fCancel).isNotDone();
 
-    CompletableFuture<Void> fPrepare = process(record(12, "o-1", "prepare"));
+    // prepare keeps both ship and cancel applicable: it overtakes them
+    CompletableFuture<Void> fPrepare = window.submit(record(12, "o-1", "prepare"));
     time.advance(Duration.ofSeconds(1));
 
     assertThat(fPrepare).isCompleted();
@@ -579,6 +663,8 @@ class GuardedProcessorTest {
     assertThat(escalator.escalations).singleElement()
         .satisfies(e -> assertThat(e.verdict().getReason()).isEqualTo(Reason.ILLEGAL_TRANSITION));
     assertThat(store.entityRow("o-1").state).isEqualTo("shipped");
+    assertThat(window.started).containsExactly(10L, 12L, 11L);
+    assertThat(window.failures).isEmpty();
   }
 
   @Test

@@ -264,4 +264,111 @@ class KeyOrderedSchedulerTest {
     }
     assertThat(overtakes).isGreaterThan(100);
   }
+
+  /** "x" may not overtake a parked record; every other record may. */
+  private static KeyOrderedScheduler<String> xMayNotOvertake(int window) {
+    return new KeyOrderedScheduler<>(window, (parked, later) -> !later.startsWith("x"));
+  }
+
+  @Test
+  void recordThatMayNotOvertakeTheParkedOne_isHeld_andTheNextMayStartBehindIt() {
+    KeyOrderedScheduler<String> s = xMayNotOvertake(4);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "x1");
+    s.submit("a", 2, "a2");
+    assertThat(drainReady(s)).containsExactly("a0");
+    s.park("a", 0);
+
+    assertThat(drainReady(s)).as("x1 is held; a2 may overtake both").containsExactly("a2");
+    assertThat(s.running()).isEqualTo(2);
+    assertThat(s.waiting()).as("the held one").isEqualTo(1);
+    assertThat(s.park("a", 1)).as("a held record is not started").isFalse();
+    assertThat(s.finished("a", 2)).as("the held record is not nudged").containsExactly("a0");
+    assertThat(s.hasReady()).isFalse();
+
+    s.unpark("a", 0);
+    assertThat(s.hasReady()).as("a0 runs on (to the business): x1 may still not go before it").isFalse();
+    assertThat(s.finished("a", 0)).isEmpty();
+    assertThat(drainReady(s)).containsExactly("x1");
+    assertThat(s.running()).isEqualTo(1);
+    assertThat(s.waiting()).isZero();
+    assertThat(s.finished("a", 1)).isEmpty();
+    assertThat(s.outstanding()).isZero();
+  }
+
+  @Test
+  void heldRecord_isLetGoWhenTheParkedOneFinishes_andCountsTowardsTheWindow() {
+    KeyOrderedScheduler<String> s = xMayNotOvertake(2);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "x1");
+    s.submit("a", 2, "a2");
+    s.next();
+    s.park("a", 0);
+    assertThat(s.hasReady()).as("x1 held, and with a0 the window of 2 is full").isFalse();
+
+    assertThat(s.finished("a", 0)).isEmpty();
+    assertThat(drainReady(s)).containsExactly("x1");
+    assertThat(s.hasReady()).isFalse();
+  }
+
+  @Test
+  void heldRecord_mayNotBeOvertakenEither_whenTheRuleSaysSo() {
+    // nothing may overtake a parked or held record
+    KeyOrderedScheduler<String> s = new KeyOrderedScheduler<>(4, (parked, later) -> false);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "a1");
+    s.submit("a", 2, "a2");
+    s.next();
+    s.park("a", 0);
+    assertThat(s.hasReady()).isFalse();
+    s.finished("a", 0);
+    assertThat(drainReady(s)).as("a2 stays held behind a1 until a1 parks").containsExactly("a1");
+    s.park("a", 1);
+    assertThat(s.hasReady()).isFalse();
+    s.unpark("a", 1);
+    s.finished("a", 1);
+    assertThat(drainReady(s)).containsExactly("a2");
+  }
+
+  @Test
+  void dropWaiting_dropsHeldRecordsToo() {
+    KeyOrderedScheduler<String> s = xMayNotOvertake(4);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "x1");
+    s.submit("a", 2, "x2");
+    s.submit("a", 3, "a3");
+    s.next();
+    s.park("a", 0);
+    assertThat(drainReady(s)).containsExactly("a3");
+
+    assertThat(s.dropWaiting()).containsExactly("x1", "x2");
+    assertThat(s.waiting()).isZero();
+    assertThat(s.running()).isEqualTo(2);
+    assertThat(s.finished("a", 0)).containsExactly("a3");
+    assertThat(s.finished("a", 3)).isEmpty();
+    assertThat(s.outstanding()).isZero();
+  }
+
+  @Test
+  void finished_marksTheRunningOthersProgressed_once_andTheParkedOnesAreToldApart() {
+    KeyOrderedScheduler<String> s = new KeyOrderedScheduler<>(4);
+    s.submit("a", 0, "a0");
+    s.submit("a", 1, "a1");
+    s.submit("a", 2, "a2");
+    s.next();
+    s.park("a", 0);
+    s.next();
+    s.park("a", 1);
+    s.next();
+    s.unpark("a", 1); // a1 claims again: running when a2 finishes
+    assertThat(s.isParked("a", 0)).isTrue();
+    assertThat(s.isParked("a", 1)).isFalse();
+
+    assertThat(s.finished("a", 2)).containsExactly("a0", "a1");
+
+    assertThat(s.takeProgressed("a", 0)).as("a0 was parked: it is nudged, not marked").isFalse();
+    assertThat(s.takeProgressed("a", 1)).as("a1 was running: it looks again when it parks").isTrue();
+    assertThat(s.takeProgressed("a", 1)).as("once").isFalse();
+    assertThat(s.takeProgressed("a", 2)).as("not started any more").isFalse();
+  }
 }
