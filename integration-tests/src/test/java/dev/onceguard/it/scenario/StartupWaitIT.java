@@ -42,6 +42,36 @@ class StartupWaitIT {
   }
 
   @Test
+  void kafkaUnreachableAtStart_sidecarSaysWhereAndWhatToCheck_withoutTheClientsPerAttemptWarnings_thenServes() throws Exception {
+    String[] broker = ItEnv.kafkaBootstrap().split(",")[0].split(":");
+    try (ScenarioEnv env = new ScenarioEnv("StartupKafkaWaitIT", 1);
+        RecordingBusiness business = RecordingBusiness.start();
+        TcpGate gate = new TcpGate(broker[0], Integer.parseInt(broker[1]))) {
+      gate.cut();
+      int port = RecordingBusiness.freePort();
+      String yaml = env.yaml(ScenarioEnv.Instance.of("kwait", business.target()).grpcPort(port))
+          .replace("bootstrap-servers: " + ItEnv.kafkaBootstrap(), "bootstrap-servers: 127.0.0.1:" + gate.port());
+      assertThat(yaml).contains("bootstrap-servers: 127.0.0.1:" + gate.port());
+      try (SidecarProcess p = SidecarProcess.start("startup-kafka-wait", yaml, port)) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(45);
+        while (countOf(p.log(), "waiting for Kafka at 127.0.0.1:" + gate.port()) < 2 && System.nanoTime() < deadline && p.alive()) {
+          TimeUnit.MILLISECONDS.sleep(200);
+        }
+        assertThat(p.alive()).as("still running while Kafka is unreachable; log:%n%s", p.tail()).isTrue();
+        assertThat(countOf(p.log(), "waiting for Kafka at 127.0.0.1:" + gate.port())).as("its own line, once per attempt")
+            .isGreaterThanOrEqualTo(2);
+        assertThat(p.log()).contains("Check kafka.bootstrap-servers")
+            .as("the client's per-attempt warnings are held back meanwhile")
+            .doesNotContain("could not be established").doesNotContain("disconnected");
+
+        gate.restore();
+        p.awaitServing(Duration.ofSeconds(60));
+        assertThat(p.stop(Duration.ofSeconds(30))).as("SIGTERM after it served: a clean drain").isZero();
+      }
+    }
+  }
+
+  @Test
   void failFast_mysqlUnreachable_exitsAtOnceWithCodeOne() throws Exception {
     try (ScenarioEnv env = new ScenarioEnv("StartupFailFastIT", 1);
         RecordingBusiness business = RecordingBusiness.start();

@@ -297,7 +297,10 @@ public final class Main implements Runnable {
      */
     private Integer prepareTopics(SidecarConfig cfg, LiveProbeFacts facts, PrintWriter err) throws InterruptedException {
       long waitMillis = 1_000;
-      try (KafkaTopics topics = new KafkaTopics(cfg, "onceguard-start-" + cfg.instanceId(), Preflight.DEFAULT_TIMEOUT)) {
+      // while start-up waits for the broker, its own line says what it waits for; the Kafka
+      // client's warnings for every connection attempt (several a second) would only bury it
+      try (KafkaTopics topics = new KafkaTopics(cfg, "onceguard-start-" + cfg.instanceId(), Preflight.DEFAULT_TIMEOUT);
+          QuietLogger quiet = QuietLogger.of("org.apache.kafka.clients.NetworkClient")) {
         for (int attempt = 1; ; attempt++) {
           try {
             String missing = Preflight.prepareTopics(cfg, topics, Preflight.DEFAULT_TIMEOUT, log);
@@ -313,13 +316,38 @@ public final class Main implements Runnable {
               err.flush();
               return EXIT_FAILURE;
             }
-            facts.waiting("waiting for Kafka (attempt " + attempt + " failed, next in " + waitMillis + " ms): " + e.getMessage());
-            log.warn("waiting for Kafka to check the topics (attempt {}, next in {} ms; --fail-fast exits instead): {}", attempt,
-                waitMillis, e.getMessage());
+            String where = cfg.kafka().bootstrapServers();
+            facts.waiting("waiting for Kafka at " + where + " (attempt " + attempt + " failed, next in " + waitMillis + " ms): "
+                + e.getMessage());
+            log.warn("waiting for Kafka at {} to check the topics (attempt {}, next in {} ms; --fail-fast exits instead): {}."
+                    + " Check kafka.bootstrap-servers, that the broker runs, and that this host reaches it", where, attempt, waitMillis,
+                e.getMessage());
             Thread.sleep(waitMillis);
             waitMillis = Math.min(waitMillis * 2, MAX_START_WAIT.toMillis());
           }
         }
+      }
+    }
+
+    /** A logger held at ERROR until closed, then put back at its own level. */
+    private static final class QuietLogger implements AutoCloseable {
+      private final ch.qos.logback.classic.Logger logger;
+      private final ch.qos.logback.classic.Level before;
+
+      private QuietLogger(ch.qos.logback.classic.Logger logger) {
+        this.logger = logger;
+        this.before = logger.getLevel();
+        logger.setLevel(ch.qos.logback.classic.Level.ERROR);
+      }
+
+      /** Quiets {@code name}; does nothing when logging is not logback. */
+      static QuietLogger of(String name) {
+        return org.slf4j.LoggerFactory.getLogger(name) instanceof ch.qos.logback.classic.Logger l ? new QuietLogger(l) : null;
+      }
+
+      @Override
+      public void close() {
+        logger.setLevel(before);
       }
     }
 
