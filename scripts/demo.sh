@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OnceGuard end to end, on the real local stack: Kafka -> the sidecar (the real jar) -> a Node.js
-# business container, playing DESIGN.md's three production incidents plus an out-of-order pair, an
+# business container, playing the three production incidents of docs/design.md §2 plus an out-of-order pair, an
 # illegal transition, bad input and a business refusal; then it prints, per record, what went in,
 # the verdict (disposition, deciding layer, reason) and what the business received.
 #
