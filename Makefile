@@ -34,13 +34,15 @@ build:
 # The recipe is one shell so that `down` runs whatever happens before it:
 # - a failing `up` or `mvn` only records its exit code;
 # - `trap : INT TERM` lets Ctrl-C stop mvn but not this shell, so it still reaches `down`.
-# The stack's env is exported (set -a) so it reaches Maven and the surefire/failsafe forks.
+# The stack's env is exported (set -a) so it reaches Maven and the surefire/failsafe forks, with
+# ONCEGUARD_REQUIRE_TOOLCHAINS=true: the example business containers' tests fail, never skip, when
+# a toolchain that stack.sh installs is missing.
 test:
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; \
 	"$(STACK)" up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
-	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify ) || rc=$$?; \
+	  ( set -a; . "$(ENV)"; ONCEGUARD_REQUIRE_TOOLCHAINS=true; set +a; $(MVN) -B verify ) || rc=$$?; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \
 	echo "[make] test finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \

@@ -6,8 +6,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The Go example business container ({@code examples/go-business}, built offline by its
  * {@code build.sh} from Debian's Go packages) behind a real sidecar, in push mode and in pull
- * mode: the checks of {@link BusinessPodScenario}. Without the toolchain it fails in CI
- * ({@code CI=true}, where {@code scripts/stack.sh up} installs it) and is skipped elsewhere.
+ * mode: the checks of {@link BusinessPodScenario}. Without the toolchain it fails under
+ * {@code make test} (whose {@code scripts/stack.sh up} installs it) and in CI, and is skipped elsewhere.
  */
 class GoBusinessIT {
   @Test

@@ -5,7 +5,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The Node.js example business container ({@code examples/node-business}, push mode) behind a real
  * sidecar: the checks of {@link BusinessPodScenario}. Without {@code node} and {@code npm} it fails
- * in CI ({@code CI=true}) and is skipped elsewhere.
+ * under {@code make test} and in CI ({@code CI=true}), and is skipped elsewhere.
  */
 class NodeBusinessIT {
   @Test
