@@ -532,7 +532,7 @@ class FaultModelIT {
         }
       }
       if (s.machine()) {
-        String entityId = "o-" + new String(records.get(0).key(), StandardCharsets.UTF_8).substring(2);
+        String entityId = new String(records.get(0).key(), StandardCharsets.UTF_8); // a machine scenario's key is its entity id
         List<List<Object>> e = db.select("SELECT state, pending_key FROM " + prefix + "entity WHERE machine = ? AND entity_id = ?",
             route.machine(), entityId);
         String expected = b.received.stream().filter(x -> x.answer() == Business.Answer.OK && x.seq() == b.appliedAt.get(x.delivery().getDedupKey()))

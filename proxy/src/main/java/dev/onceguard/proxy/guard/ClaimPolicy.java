@@ -62,8 +62,7 @@ final class ClaimPolicy {
   /** The INSERT of the ledger row was refused by {@code row}. */
   static Decision onLedgerConflict(Attempt a, LedgerRow row) {
     ExtractedEvent e = a.extracted();
-    boolean sameSource = row.sourceTopic().equals(a.source().topic()) && row.sourcePartition() == a.source().partition()
-        && row.sourceOffset() == a.source().offset();
+    boolean sameSource = row.claimedFor(a.source());
     boolean thisKafkaRecord = sameSource && a.fromKafka();
     if (row.done() && thisKafkaRecord) {
       // the very record that applied the key, consumed again (its verdict or offset commit was lost
@@ -152,8 +151,7 @@ final class ClaimPolicy {
   static Decision onExpiredPending(Attempt a, EntityRow entity, List<LedgerRow> rows) {
     if (a.fromKafka() && rows.size() == 1) {
       LedgerRow r = rows.get(0);
-      boolean thisRecord = r.route().equals(a.route()) && r.sourceTopic().equals(a.source().topic())
-          && r.sourcePartition() == a.source().partition() && r.sourceOffset() == a.source().offset();
+      boolean thisRecord = r.route().equals(a.route()) && r.claimedFor(a.source());
       if (thisRecord && !r.live()) {
         return new TakeOver(r, false);
       }

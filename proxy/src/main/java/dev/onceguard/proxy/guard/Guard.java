@@ -251,8 +251,9 @@ public final class Guard implements AutoCloseable {
   private static ClaimResult accepted(ClaimPolicy.Attempt a, ClaimCommand cmd, ClaimOutcome.Claimed c) {
     ExtractedEvent e = a.extracted();
     EventConfig ev = a.event();
-    Claim claim = new Claim(a.route(), c.dedupKey() != null ? c.dedupKey() : e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(),
-        c.fromState(), ev == null ? null : ev.to(), a.owner(), c.leaseUntilMillis(), c.attempts(), c.takenOver(), a.source());
+    String key = c.dedupKey() != null ? c.dedupKey() : e.dedupKey();
+    Claim claim = new Claim(a.route(), key, e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(), c.fromState(),
+        ev == null ? null : ev.to(), a.owner(), c.leaseUntilMillis(), c.attempts(), c.takenOver(), a.source());
     Verdict v = Verdicts.of(a.verdict(), Disposition.ACCEPTED, ev == null ? Layer.LEDGER : Layer.STATE_MACHINE, Reason.NONE,
         c.takenOver() ? "claimed again after an earlier owner or a rejection (attempt " + c.attempts() + ")" : "");
     return new ClaimResult.Accepted(claim, v);

@@ -854,7 +854,7 @@ public final class GuardedProcessor implements RecordProcessor {
           // undone (its row deleted: the next delivery is a first one). A claim whose record the
           // business may have seen before (a takeover, a rejected record claimed again) keeps its
           // row, so the next delivery is flagged: only its lease ends now.
-          boolean seenBefore = claim.redelivery() || claim.attempts() > 1;
+          boolean seenBefore = claim.attempts() > 1; // a takeover or a re-claim is attempt 2 or later
           CompletionStage<Boolean> handOn = seenBefore ? guard.relinquish(claim) : guard.abort(claim, false);
           handOn.whenComplete(step((ok, e) -> {
             if (e != null) {

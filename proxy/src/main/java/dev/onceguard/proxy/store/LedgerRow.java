@@ -65,4 +65,9 @@ public record LedgerRow(
   public String source() {
     return sourceTopic + "/" + sourcePartition + "@" + sourceOffset;
   }
+
+  /** Whether the row was claimed for the record at {@code s} (same topic, partition and offset). */
+  public boolean claimedFor(Source s) {
+    return sourceTopic.equals(s.topic()) && sourcePartition == s.partition() && sourceOffset == s.offset();
+  }
 }

@@ -42,7 +42,9 @@ import org.slf4j.LoggerFactory;
  * ledgers of their own never answer each other's records, even on one Redis with one key prefix;
  * sidecars on one ledger share their keys. The value is the record's fingerprint, so
  * that a hit is only a hit for the same content, and when it was confirmed
- * ({@code <fingerprint>@<epoch ms>}), so that a hit tells the duplicate's age. Only single-key GET and SET are used, so a Redis
+ * ({@code <fingerprint>@<epoch ms>}), so that a hit tells the duplicate's age, and which record
+ * was confirmed ({@code #<topic>/<partition>@<offset>}), so that that very record consumed again
+ * is told from a replay. Only single-key GET and SET are used, so a Redis
  * Cluster ({@code redis.mode: cluster}) works the same way: lettuce's cluster client sends each key
  * to the node that owns its slot, follows MOVED/ASK redirects and refreshes the topology when it
  * changes. The client and its one connection are created here and closed by {@link #close()}
@@ -317,7 +319,8 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
       return CompletableFuture.completedFuture(null);
     }
     try {
-      return c.set(key(route, dedupKey), fingerprint + "@" + confirmedAtMillis + (source == null ? "" : "#" + source), SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
+      String value = fingerprint + "@" + confirmedAtMillis + (source == null ? "" : "#" + source);
+      return c.set(key(route, dedupKey), value, SetArgs.Builder.px(ttl.toMillis())).toCompletableFuture()
           .orTimeout(cfg.timeout().toMillis(), TimeUnit.MILLISECONDS)
           .handle((v, e) -> {
             if (e != null) {
