@@ -31,7 +31,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Verdicts are data: a duplicate or an illegal transition is a normal result. Transient
  * trouble is an exception: {@link EntityBusyException} ({@code ABORTED}: another transition of
- * the entity is in flight) and {@link SidecarUnavailableException} ({@code UNAVAILABLE}) mean
+ * the entity is in flight), {@link SidecarUnavailableException} ({@code UNAVAILABLE}) and
+ * {@link SidecarBusyException} ({@code RESOURCE_EXHAUSTED}, with the sidecar's retry-after) mean
  * "try again later"; retry a submit with the same {@link Submission} object, so the sidecar
  * recognises it. {@link ClaimExpiredException} means a completion came too late. Every other
  * status is an {@link OnceGuardException}, with {@link OnceGuardException#isRetriable()}.
@@ -164,17 +165,45 @@ public final class GuardClient implements AutoCloseable {
    * @throws OnceGuardException for any other status
    */
   public Verdict complete(String claimToken, Completion completion, String message) {
-    if (claimToken == null || claimToken.isEmpty()) {
-      throw new IllegalArgumentException("claimToken must not be empty");
-    }
     if (completion == null) {
       throw new IllegalArgumentException("completion must not be null");
     }
-    CompleteRequest request = CompleteRequest.newBuilder()
-        .setClaimToken(claimToken)
-        .setOutcome(completion == Completion.OK ? HandleResult.Outcome.OK : HandleResult.Outcome.REJECT)
-        .setMessage(message == null ? "" : message)
-        .build();
+    return complete(completeRequest(claimToken, message)
+        .setOutcome(completion == Completion.OK ? HandleResult.Outcome.OK : HandleResult.Outcome.REJECT).build());
+  }
+
+  /**
+   * Confirms an accepted claim and stores {@code response} with it: every later {@link #submit} of
+   * the same fact answers {@link SubmitOutcome#DUPLICATE} with this response
+   * ({@link SubmitResult#storedResponse()}), so a retried request can be answered as the first one
+   * was. Blocks up to the call timeout.
+   *
+   * @param claimToken from {@link SubmitResult#claimToken()}
+   * @param response what to answer later submissions with
+   * @return the final verdict
+   * @throws OnceGuardException with {@code INVALID_ARGUMENT} if the response is larger than the
+   *     route's {@code response-max-bytes}; the claim stays open, so a smaller response can follow
+   * @throws ClaimExpiredException if the claim's lease expired before this call
+   * @throws SidecarUnavailableException if the sidecar or its store is down; retry
+   */
+  public Verdict complete(String claimToken, StoredResponse response) {
+    if (response == null) {
+      throw new IllegalArgumentException("response must not be null");
+    }
+    return complete(completeRequest(claimToken, "").setOutcome(HandleResult.Outcome.OK)
+        .setResponse(dev.onceguard.v1.StoredResponse.newBuilder()
+            .setBody(com.google.protobuf.ByteString.copyFrom(response.body())).setContentType(response.contentType()))
+        .build());
+  }
+
+  private static CompleteRequest.Builder completeRequest(String claimToken, String message) {
+    if (claimToken == null || claimToken.isEmpty()) {
+      throw new IllegalArgumentException("claimToken must not be empty");
+    }
+    return CompleteRequest.newBuilder().setClaimToken(claimToken).setMessage(message == null ? "" : message);
+  }
+
+  private Verdict complete(CompleteRequest request) {
     try {
       return GuardMapping.toVerdict(stub().complete(request).getVerdict());
     } catch (StatusRuntimeException e) {

@@ -10,7 +10,8 @@ import io.grpc.StatusRuntimeException;
  *
  * <p>Subclasses name the statuses a caller usually handles separately:
  * {@link EntityBusyException} ({@code ABORTED}), {@link SidecarUnavailableException}
- * ({@code UNAVAILABLE}) and {@link ClaimExpiredException} ({@code NOT_FOUND} from
+ * ({@code UNAVAILABLE}), {@link SidecarBusyException} ({@code RESOURCE_EXHAUSTED}, with the
+ * sidecar's retry-after) and {@link ClaimExpiredException} ({@code NOT_FOUND} from
  * {@code Complete}). Every other status is a plain {@code OnceGuardException};
  * {@link #isRetriable()} tells whether the same call may succeed later.
  */

@@ -189,6 +189,90 @@ class GuardClientTest {
   }
 
   @Test
+  void submit_resourceExhausted_throwsSidecarBusyCarryingTheServersRetryAfterFromTheTrailer() {
+    sidecar.onSubmit = r -> {
+      io.grpc.Metadata trailers = new io.grpc.Metadata();
+      trailers.put(io.grpc.Metadata.Key.of("grpc-retry-pushback-ms", io.grpc.Metadata.ASCII_STRING_MARSHALLER), "750");
+      throw Status.RESOURCE_EXHAUSTED.withDescription("Submit refused: 512 calls are in flight already").asRuntimeException(trailers);
+    };
+
+    SidecarBusyException e = catchThrowableOfType(SidecarBusyException.class, () -> guard.submit(order()));
+
+    assertThat(e.code()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(750));
+    assertThat(e.isRetriable()).isTrue();
+  }
+
+  @Test
+  void complete_resourceExhaustedWithRetryInfoOnly_throwsSidecarBusyWithThatDelay() {
+    sidecar.onComplete = r -> {
+      throw io.grpc.protobuf.StatusProto.toStatusRuntimeException(com.google.rpc.Status.newBuilder()
+          .setCode(Status.Code.RESOURCE_EXHAUSTED.value()).setMessage("Complete refused")
+          .addDetails(com.google.protobuf.Any.pack(com.google.rpc.RetryInfo.newBuilder()
+              .setRetryDelay(com.google.protobuf.Duration.newBuilder().setSeconds(1).setNanos(200_000_000)).build()))
+          .build());
+    };
+
+    SidecarBusyException e = catchThrowableOfType(SidecarBusyException.class, () -> guard.complete("t-1", Completion.OK, ""));
+
+    assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(1200));
+  }
+
+  @Test
+  void resourceExhausted_withoutAnyDelay_hasAZeroRetryAfter() {
+    sidecar.onSubmit = r -> {
+      throw Status.RESOURCE_EXHAUSTED.asRuntimeException();
+    };
+
+    SidecarBusyException e = catchThrowableOfType(SidecarBusyException.class, () -> guard.submit(order()));
+
+    assertThat(e.retryAfter()).isEqualTo(Duration.ZERO);
+  }
+
+  @Test
+  void submit_duplicateWithStoredResponse_exposesOutcomeResponseAndOriginalTime() {
+    sidecar.onSubmit = r -> SubmitResponse.newBuilder()
+        .setVerdict(ACCEPTED.toBuilder().setDisposition(dev.onceguard.v1.Disposition.DUPLICATE_IGNORE)
+            .setLayer(dev.onceguard.v1.Layer.LEDGER).setReason(dev.onceguard.v1.Reason.LEDGER_HIT))
+        .setOutcome(SubmitResponse.Outcome.DUPLICATE)
+        .setResponse(dev.onceguard.v1.StoredResponse.newBuilder().setBody(ByteString.copyFromUtf8("{\"id\":7}"))
+            .setContentType("application/json"))
+        .setOriginalAtMs(1_700_000_000_000L)
+        .build();
+
+    SubmitResult result = guard.submit(order());
+
+    assertThat(result.outcome()).isEqualTo(SubmitOutcome.DUPLICATE);
+    assertThat(result.storedResponse()).contains(new StoredResponse("{\"id\":7}".getBytes(StandardCharsets.UTF_8), "application/json"));
+    assertThat(result.originalAt()).contains(Instant.ofEpochMilli(1_700_000_000_000L));
+  }
+
+  @Test
+  void submit_inFlightFromAnOlderSidecar_isInProgressDerivedFromTheVerdict() {
+    sidecar.onSubmit = r -> SubmitResponse.newBuilder()
+        .setVerdict(ACCEPTED.toBuilder().setDisposition(dev.onceguard.v1.Disposition.DUPLICATE_IGNORE)
+            .setLayer(dev.onceguard.v1.Layer.LEDGER).setReason(dev.onceguard.v1.Reason.IN_FLIGHT))
+        .build();
+
+    SubmitResult result = guard.submit(order());
+
+    assertThat(result.outcome()).isEqualTo(SubmitOutcome.IN_PROGRESS);
+    assertThat(result.storedResponse()).isEmpty();
+  }
+
+  @Test
+  void complete_withResponse_sendsOkAndTheResponse() {
+    sidecar.onComplete = r -> CompleteResponse.newBuilder().setVerdict(ACCEPTED).build();
+
+    guard.complete("t-1", new StoredResponse("created".getBytes(StandardCharsets.UTF_8), "text/plain"));
+
+    CompleteRequest sent = sidecar.completes.get(0);
+    assertThat(sent.getOutcome()).isEqualTo(HandleResult.Outcome.OK);
+    assertThat(sent.getResponse().getBody().toStringUtf8()).isEqualTo("created");
+    assertThat(sent.getResponse().getContentType()).isEqualTo("text/plain");
+  }
+
+  @Test
   void submit_unavailable_throwsSidecarUnavailableWithTheDescription() {
     sidecar.onSubmit = r -> {
       throw Status.UNAVAILABLE.withDescription("mysql down").asRuntimeException();

@@ -8,7 +8,10 @@ import dev.onceguard.client.EntityState;
 import dev.onceguard.client.Explanation;
 import dev.onceguard.client.LedgerEntry;
 import dev.onceguard.client.OnceGuardException;
+import dev.onceguard.client.SidecarBusyException;
 import dev.onceguard.client.SidecarUnavailableException;
+import dev.onceguard.client.StoredResponse;
+import dev.onceguard.client.SubmitOutcome;
 import dev.onceguard.client.SubmitResult;
 import dev.onceguard.client.Submission;
 import dev.onceguard.client.Verdict;
@@ -18,6 +21,7 @@ import dev.onceguard.v1.SubmitRequest;
 import dev.onceguard.v1.SubmitResponse;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.time.Duration;
 import java.time.Instant;
 
 /** Conversions between the Guard service's messages and the client's Java types. */
@@ -49,7 +53,28 @@ public final class GuardMapping {
   public static SubmitResult toResult(SubmitResponse r) {
     Verdict verdict = toVerdict(r.getVerdict());
     String token = r.getClaimToken().isEmpty() ? null : r.getClaimToken();
-    return new SubmitResult(verdict, token, instantOrNull(r.getLeaseUntilMs()), r.getFromState(), r.getToState(), r.getRedelivery());
+    StoredResponse stored = r.hasResponse()
+        ? new StoredResponse(r.getResponse().getBody().toByteArray(), r.getResponse().getContentType()) : null;
+    return new SubmitResult(verdict, token, instantOrNull(r.getLeaseUntilMs()), r.getFromState(), r.getToState(), r.getRedelivery(),
+        outcome(r, verdict), Duration.ofMillis(Integer.toUnsignedLong(r.getRetryAfterMs())), stored, instantOrNull(r.getOriginalAtMs()));
+  }
+
+  /** The sidecar's outcome; from the verdict when the sidecar predates the field (same rules as the sidecar's). */
+  static SubmitOutcome outcome(SubmitResponse r, Verdict v) {
+    if (r.getOutcome() != SubmitResponse.Outcome.OUTCOME_UNSPECIFIED) {
+      return mirror(SubmitOutcome.class, r.getOutcome());
+    }
+    switch (v.disposition()) {
+      case ACCEPTED:
+        return SubmitOutcome.PROCEED;
+      case DUPLICATE_IGNORE:
+        return v.reason() == Verdict.Reason.IN_FLIGHT ? SubmitOutcome.IN_PROGRESS : SubmitOutcome.DUPLICATE;
+      case ILLEGAL_TRANSITION_ESCALATE:
+        return v.reason() == Verdict.Reason.KEY_COLLISION || v.reason() == Verdict.Reason.CONFLICTING_FACT
+            ? SubmitOutcome.CONFLICT : SubmitOutcome.ESCALATED;
+      default:
+        return SubmitOutcome.UNSPECIFIED;
+    }
   }
 
   /** A verdict message as a verdict. */
@@ -142,6 +167,8 @@ public final class GuardMapping {
         return new EntityBusyException(e);
       case UNAVAILABLE:
         return new SidecarUnavailableException(e);
+      case RESOURCE_EXHAUSTED:
+        return new SidecarBusyException(e);
       case NOT_FOUND:
         return completing ? new ClaimExpiredException(e) : new OnceGuardException(e);
       default:

@@ -20,6 +20,7 @@ import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoredResponse;
 import dev.onceguard.proxy.store.StoreUnavailableException;
 import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.Delivery;
@@ -216,8 +217,13 @@ final class Instance {
     }
 
     @Override
-    public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-      return call(Call.CONFIRM, claim.event() + at(claim.source()), () -> real.confirm(claim, nowMillis));
+    public CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response) {
+      return call(Call.CONFIRM, claim.event() + at(claim.source()), () -> real.confirm(claim, nowMillis, response));
+    }
+
+    @Override
+    public CompletionStage<StoredResponse> storedResponse(String route, String dedupKey) {
+      return world.passThrough(Instance.this, () -> real.storedResponse(route, dedupKey));
     }
 
     @Override

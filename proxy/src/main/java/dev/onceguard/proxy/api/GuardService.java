@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.api;
 
 import com.google.protobuf.Any;
+import com.google.protobuf.ByteString;
 import com.google.rpc.RetryInfo;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
@@ -25,6 +26,7 @@ import dev.onceguard.v1.Header;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.SubmitRequest;
+import dev.onceguard.v1.StoredResponse;
 import dev.onceguard.v1.SubmitResponse;
 import dev.onceguard.v1.Verdict;
 import io.grpc.Metadata;
@@ -144,7 +146,7 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     if (x instanceof Extraction.Failed f) {
       Verdict v = Verdicts.extractionFailed(route.name(), f);
       guard.record(v, source);
-      out.onNext(SubmitResponse.newBuilder().setVerdict(v).build());
+      out.onNext(SubmitResponse.newBuilder().setVerdict(v).setOutcome(SubmitOutcomes.of(v)).build());
       out.onCompleted();
       return;
     }
@@ -162,14 +164,14 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         Claim c = a.claim();
         String t = HexFormat.of().formatHex(token(16));
         hold(t, c);
-        out.onNext(SubmitResponse.newBuilder().setVerdict(a.verdict()).setClaimToken(t).setLeaseUntilMs(c.leaseUntilMillis())
+        out.onNext(SubmitResponse.newBuilder().setVerdict(a.verdict()).setOutcome(SubmitResponse.Outcome.PROCEED)
+            .setClaimToken(t).setLeaseUntilMs(c.leaseUntilMillis())
             .setFromState(c.fromState() == null ? "" : c.fromState()).setToState(c.toState() == null ? "" : c.toState())
             .setRedelivery(c.redelivery()).build());
         out.onCompleted();
       } else if (r instanceof ClaimResult.Rejected j) {
         guard.record(j.verdict(), source);
-        out.onNext(SubmitResponse.newBuilder().setVerdict(j.verdict()).build());
-        out.onCompleted();
+        answerRefused(route, e, j.verdict(), out);
       } else if (!retried && releaseExpired(route.name(), e.dedupKey())) {
         // the key was held by an expired claim of this process; released, it can be taken over
         claim(route, e, source, out, true);
@@ -185,10 +187,48 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
     });
   }
 
+  /**
+   * A claim that was not accepted: the verdict with what the caller does next; a duplicate carries
+   * the response stored with the original (one primary-key read, only when the verdict is one).
+   */
+  private void answerRefused(RouteConfig route, ExtractedEvent e, Verdict v, StreamObserver<SubmitResponse> out) {
+    SubmitResponse.Outcome outcome = SubmitOutcomes.of(v);
+    SubmitResponse.Builder b = SubmitResponse.newBuilder().setVerdict(v).setOutcome(outcome);
+    long now = guard.clock().nowMillis();
+    if (v.hasOriginalAgeMs()) {
+      b.setOriginalAtMs(now - v.getOriginalAgeMs());
+    }
+    if (outcome == SubmitResponse.Outcome.IN_PROGRESS) {
+      b.setRetryAfterMs((int) Math.min(Integer.MAX_VALUE, Math.max(1, route.earlyArrivalRetry().toMillis())));
+    }
+    if (outcome != SubmitResponse.Outcome.DUPLICATE) {
+      out.onNext(b.build());
+      out.onCompleted();
+      return;
+    }
+    guard.storedResponse(route.name(), e.dedupKey()).whenComplete((stored, err) -> {
+      if (err != null) {
+        // the verdict stands; without its response the caller cannot answer as the first time
+        out.onError(statusOf(err).asRuntimeException());
+        return;
+      }
+      if (stored != null) {
+        b.setResponse(StoredResponse.newBuilder().setBody(ByteString.copyFrom(stored.body())).setContentType(stored.contentType()))
+            .setOriginalAtMs(stored.completedAtMillis());
+      }
+      out.onNext(b.build());
+      out.onCompleted();
+    });
+  }
+
   @Override
   public void complete(CompleteRequest req, StreamObserver<CompleteResponse> out) {
     if (req.getOutcome() != HandleResult.Outcome.OK && req.getOutcome() != HandleResult.Outcome.REJECT) {
       out.onError(Status.INVALID_ARGUMENT.withDescription("outcome must be OK or REJECT").asRuntimeException());
+      return;
+    }
+    if (req.hasResponse() && req.getOutcome() != HandleResult.Outcome.OK) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("response: only a Complete with outcome OK stores a response").asRuntimeException());
       return;
     }
     StreamObserver<CompleteResponse> admitted = admit(completes, refusedCompletes, "Complete", out);
@@ -199,6 +239,13 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
 
   private void completeAdmitted(CompleteRequest req, StreamObserver<CompleteResponse> out) {
     String token = req.getClaimToken();
+    Outstanding held = claims.get(token);
+    String tooLarge = held == null || !req.hasResponse() ? null : responseProblem(routes.get(held.claim().route()), req.getResponse());
+    if (tooLarge != null) {
+      // refused before the claim is taken out: the caller can complete again with a smaller response
+      out.onError(Status.INVALID_ARGUMENT.withDescription(tooLarge).asRuntimeException());
+      return;
+    }
     Outstanding o = claims.remove(token);
     if (o == null) {
       out.onError(Status.NOT_FOUND.withDescription("unknown, expired or already completed claim token").asRuntimeException());
@@ -217,7 +264,10 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       vb.setEntityId(c.entityId()).setEvent(c.event());
     }
     if (req.getOutcome() == HandleResult.Outcome.OK) {
-      guard.confirm(route, c).whenComplete((ok, err) -> {
+      dev.onceguard.proxy.store.StoredResponse response = req.hasResponse()
+          ? new dev.onceguard.proxy.store.StoredResponse(req.getResponse().getBody().toByteArray(), req.getResponse().getContentType(), 0)
+          : null;
+      guard.confirm(route, c, response).whenComplete((ok, err) -> {
         if (err != null) {
           restore(token, o); // let the caller retry the Complete
           out.onError(statusOf(err).asRuntimeException());
@@ -251,6 +301,20 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
         }
       });
     }
+  }
+
+  /** Why {@code response} cannot be stored on {@code route}'s ledger; {@code null} if it can. */
+  static String responseProblem(RouteConfig route, StoredResponse response) {
+    int max = route.ledgerContent().responseMaxBytes();
+    if (response.getBody().size() > max) {
+      return "response.body is " + response.getBody().size() + " bytes; route '" + route.name() + "' stores at most " + max
+          + " (response-max-bytes)";
+    }
+    int chars = response.getContentType().codePointCount(0, response.getContentType().length());
+    if (chars > dev.onceguard.proxy.store.StoredResponse.MAX_CONTENT_TYPE_CHARS) {
+      return "response.content_type is " + chars + " characters; at most " + dev.onceguard.proxy.store.StoredResponse.MAX_CONTENT_TYPE_CHARS;
+    }
+    return null;
   }
 
   /** Claims accepted through this API and not yet completed, aborted or expired. */

@@ -810,13 +810,30 @@ public final class ConfigReader {
     }
     rn.done();
     TlsConfig targetTls = readTargetTls(n, mode, target);
+    RouteConfig.LedgerContent ledgerContent = readLedgerContent(n);
     n.done();
     if (name == null || topics.isEmpty() || esc == null || mode == null) {
       return null;
     }
     return new RouteConfig(name, List.copyOf(topics), group, machine, entity, event, List.copyOf(key), List.copyOf(fp),
         List.copyOf(fpExclude), mode, target, handlerTimeout, ttl, lease, early, earlyRetry, esc, verdict, perPartition, total,
-        uncommitted, reorderWindow, retry, targetTls);
+        uncommitted, reorderWindow, retry, targetTls, ledgerContent);
+  }
+
+  /** {@code response-max-bytes}, {@code store-payload}, {@code store-payload-max-bytes}. */
+  private static RouteConfig.LedgerContent readLedgerContent(Node n) {
+    RouteConfig.LedgerContent d = RouteConfig.LedgerContent.DEFAULT;
+    // MEDIUMBLOB columns hold up to 16 MiB; a row that large is already a poor ledger row
+    int response = n.intRange("response-max-bytes", d.responseMaxBytes(), 0, 16 * 1024 * 1024 - 1);
+    String modeText = n.string("store-payload", d.storePayload().name().toLowerCase(java.util.Locale.ROOT));
+    RouteConfig.StorePayload mode = d.storePayload();
+    try {
+      mode = RouteConfig.StorePayload.valueOf(modeText.toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      n.fail("store-payload", "'" + modeText + "' is not one of none, digest, full");
+    }
+    int payload = n.intRange("store-payload-max-bytes", d.storePayloadMaxBytes(), 1, 16 * 1024 * 1024 - 1);
+    return new RouteConfig.LedgerContent(response, mode, payload);
   }
 
   private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h|d)");

@@ -28,6 +28,7 @@ import java.util.List;
  *     the earlier ones wait as early arrivals, so that a swapped pair heals; 1 keeps strict
  *     per-entity offset order
  * @param targetTls TLS on the channel to {@code target}, or {@code null} for plaintext
+ * @param ledgerContent what the ledger keeps of a record and of its Guard API response
  */
 public record RouteConfig(
     String name,
@@ -53,7 +54,8 @@ public record RouteConfig(
     int maxUncommittedPerPartition,
     int reorderWindow,
     RetryConfig retry,
-    TlsConfig targetTls) {
+    TlsConfig targetTls,
+    LedgerContent ledgerContent) {
 
   public enum Mode {
     PUSH,
@@ -72,4 +74,29 @@ public record RouteConfig(
    *     without bound (the partition stays paused, nothing is skipped)
    */
   public record RetryConfig(Duration initialBackoff, Duration maxBackoff, int maxAttempts) {}
+
+  /** What the ledger keeps of each record, beside its keys. */
+  public enum StorePayload {
+    /** Nothing: conflicts cannot name the fields that differ. */
+    NONE,
+    /** A per-field digest map (pointer and 8 bytes of SHA-256 per field): names differing fields, keeps no content. */
+    DIGEST,
+    /** The digest map and the record's value, up to {@code store-payload-max-bytes}; Explain returns it. */
+    FULL
+  }
+
+  /**
+   * What the ledger row keeps besides keys and fingerprint.
+   *
+   * @param responseMaxBytes largest response a Guard API Complete may store with the row
+   * @param storePayload the record's content kept with the row
+   * @param storePayloadMaxBytes with {@link StorePayload#FULL}: larger values keep the digest map only
+   */
+  public record LedgerContent(int responseMaxBytes, StorePayload storePayload, int storePayloadMaxBytes) {
+    public static final int DEFAULT_RESPONSE_MAX_BYTES = 64 * 1024;
+    public static final int DEFAULT_STORE_PAYLOAD_MAX_BYTES = 16 * 1024;
+    /** The defaults: responses up to 64 KiB, per-field digests, no payload. */
+    public static final LedgerContent DEFAULT =
+        new LedgerContent(DEFAULT_RESPONSE_MAX_BYTES, StorePayload.DIGEST, DEFAULT_STORE_PAYLOAD_MAX_BYTES);
+  }
 }

@@ -11,6 +11,7 @@ import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
 import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoredResponse;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.v1.Disposition;
@@ -305,8 +306,20 @@ public final class Guard implements AutoCloseable {
    * duplicate that arrives before the write lands is answered by the ledger instead.
    */
   public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim, boolean awaitL1) {
+    return confirm(route, claim, awaitL1, null);
+  }
+
+  /**
+   * {@link #confirm(RouteConfig, Claim)}, keeping {@code response} with the DONE ledger row in the
+   * same statement, for {@link #storedResponse} to hand to later submissions of the same fact.
+   */
+  public CompletionStage<Boolean> confirm(RouteConfig route, Claim claim, StoredResponse response) {
+    return confirm(route, claim, true, response);
+  }
+
+  private CompletionStage<Boolean> confirm(RouteConfig route, Claim claim, boolean awaitL1, StoredResponse response) {
     long now = clock.nowMillis();
-    return retryingContention(() -> store.confirm(claim, now), 1).thenCompose(ok -> {
+    return retryingContention(() -> store.confirm(claim, now, response), 1).thenCompose(ok -> {
       release(claim);
       if (!ok) {
         log.warn("route={} key={} entity={}: claim lost before confirm (lease expired and taken over); the new owner finishes it",
@@ -392,6 +405,11 @@ public final class Guard implements AutoCloseable {
       }
       return null;
     });
+  }
+
+  /** The response stored with the DONE row of (route, dedup key); {@code null} if none. */
+  public CompletionStage<StoredResponse> storedResponse(String route, String dedupKey) {
+    return retryingContention(() -> store.storedResponse(route, dedupKey), 1);
   }
 
   public CompletionStage<ExplainResponse> explain(RouteConfig route, String dedupKey, String entityId, int limit) {

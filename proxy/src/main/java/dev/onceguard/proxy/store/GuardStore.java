@@ -74,7 +74,21 @@ public interface GuardStore extends AutoCloseable {
   CompletionStage<List<LedgerRow>> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit);
 
   /** Marks the claim DONE and clears the entity's pending key. False if the claim was lost. */
-  CompletionStage<Boolean> confirm(Claim claim, long nowMillis);
+  default CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
+    return confirm(claim, nowMillis, null);
+  }
+
+  /**
+   * As {@link #confirm(Claim, long)}, keeping {@code response} with the DONE row in the same
+   * statement ({@code null}: none), for {@link #storedResponse} to return.
+   */
+  CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response);
+
+  /**
+   * The response stored with the DONE row of (route, dedup key), with the row's confirm time;
+   * {@code null} if the row is not DONE or keeps none. One primary-key read.
+   */
+  CompletionStage<StoredResponse> storedResponse(String route, String dedupKey);
 
   /**
    * Undoes the claim and restores the entity's previous state (only if it is still pending on

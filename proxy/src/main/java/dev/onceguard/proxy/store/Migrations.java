@@ -118,7 +118,15 @@ public final class Migrations {
             // claims taken over from the owner while it was dead: the takeover writes the owner row
             // it judged dead, so that on Galera a heartbeat certified meanwhile on another node
             // conflicts with it (MysqlGuardStore.takeOverPending)
-            "ALTER TABLE " + p + "owner ADD COLUMN taken_over BIGINT NOT NULL DEFAULT 0"));
+            "ALTER TABLE " + p + "owner ADD COLUMN taken_over BIGINT NOT NULL DEFAULT 0"),
+        List.of(
+            // What a row keeps beside its keys: the response a Guard API Complete stored with it
+            // (returned to later Submits of the same fact), the per-field digest map that names the
+            // fields a KEY_COLLISION or CONFLICTING_FACT differs in, and, where a route opts in,
+            // the record's value. One ALTER, so the ledger is rebuilt once and a migration cut off
+            // midway runs again whole.
+            "ALTER TABLE " + p + "ledger ADD COLUMN response MEDIUMBLOB NULL, ADD COLUMN response_type VARCHAR(255) NULL,"
+                + " ADD COLUMN field_digests BLOB NULL, ADD COLUMN payload MEDIUMBLOB NULL, ADD COLUMN payload_size INT NULL"));
   }
 
   /**

@@ -601,12 +601,23 @@ public final class MysqlGuardStore implements GuardStore {
 
   // ---------------------------------------------------------------------------- confirm/abort
 
-  private record Confirm(Claim claim, long nowMillis) {}
+  /** @param response kept with the DONE row; {@code null}: none */
+  private record Confirm(Claim claim, long nowMillis, StoredResponse response) {}
 
   @Override
-  public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
-    return confirms.submit(new Confirm(claim, nowMillis))
+  public CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response) {
+    return confirms.submit(new Confirm(claim, nowMillis, response))
         .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : confirmedEarlier(claim));
+  }
+
+  @Override
+  public CompletionStage<StoredResponse> storedResponse(String route, String dedupKey) {
+    return db.autocommit(c -> {
+      List<StoredResponse> rows = Db.query(c, "SELECT response, response_type, completed_at FROM " + ledger
+              + " WHERE route = ? AND dedup_key = ? AND status = 'DONE' AND response IS NOT NULL",
+          r -> new StoredResponse(r.getBytes(1), r.getString(2) == null ? "" : r.getString(2), r.getLong(3)), route, dedupKey);
+      return rows.isEmpty() ? null : rows.get(0);
+    });
   }
 
   /**
@@ -617,8 +628,14 @@ public final class MysqlGuardStore implements GuardStore {
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
     return db.autocommit(c -> {
-      if (group.size() == 1) {
-        return List.of(confirmOne(c, group.get(0)));
+      // a stored response is one more column per row: those confirms (Guard API calls, off the
+      // Kafka path) are written one statement each rather than widen the group's UPDATE
+      if (group.size() == 1 || group.stream().anyMatch(f -> f.response() != null)) {
+        List<Boolean> out = new ArrayList<>(group.size());
+        for (Confirm f : group) {
+          out.add(confirmOne(c, f));
+        }
+        return out;
       }
       // without entities the group's confirm is one UPDATE, atomic by itself in autocommit (one
       // round trip instead of three); if it matched fewer rows than the group holds, those it did
@@ -646,15 +663,22 @@ public final class MysqlGuardStore implements GuardStore {
   private boolean confirmOne(Connection c, Confirm f) throws SQLException {
     Claim claim = f.claim();
     long now = f.nowMillis();
+    StoredResponse response = f.response();
+    Object body = response == null ? new Db.Null(java.sql.Types.LONGVARBINARY) : response.body();
+    Object type = response == null ? Db.NULL_STRING : response.contentType();
     if (claim.machine() == null) {
-      return confirmLedger(c, claim, now);
+      return Db.update(c,
+          "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL, response = ?, response_type = ?"
+              + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
+          now, body, type, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()) == 1;
     }
     return Db.update(c,
         "UPDATE " + ledger + " l LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ? AND e.pending_key = l.dedup_key"
-            + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL,"
+            + " SET l.status = 'DONE', l.completed_at = ?, l.lease_until = NULL, l.response = ?, l.response_type = ?,"
             + " e.pending_key = NULL, e.pending_until = NULL, e.updated_at = ?"
             + " WHERE l.route = ? AND l.dedup_key = ? AND l.owner = ? AND l.attempts = ? AND l.status = 'PENDING'",
-        claim.machine(), claim.entityId(), now, now, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()) >= 1;
+        claim.machine(), claim.entityId(), now, body, type, now, claim.route(), claim.dedupKey(), claim.owner(),
+        claim.attempts()) >= 1;
   }
 
   /** Inside a group confirm: a ledger row was not its claim's any more; the group is confirmed one by one instead. */
@@ -695,13 +719,6 @@ public final class MysqlGuardStore implements GuardStore {
           + " WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs.toArray());
     }
     return Collections.nCopies(group.size(), true);
-  }
-
-  private boolean confirmLedger(Connection c, Claim claim, long nowMillis) throws SQLException {
-    return Db.update(c,
-        "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-            + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = ? AND status = 'PENDING'",
-        nowMillis, claim.route(), claim.dedupKey(), claim.owner(), claim.attempts()) == 1;
   }
 
   /**

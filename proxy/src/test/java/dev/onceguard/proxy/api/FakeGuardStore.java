@@ -5,6 +5,7 @@ import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoredResponse;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
 import java.util.List;
@@ -20,6 +21,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * answer. Records the claim commands, the rows taken over and the confirmed claims. Thread-safe.
  */
 final class FakeGuardStore implements GuardStore {
+  /** Responses stored with confirms, by route and dedup key. */
+  final java.util.Map<String, StoredResponse> responses = new java.util.concurrent.ConcurrentHashMap<>();
   final List<ClaimCommand> claims = new CopyOnWriteArrayList<>();
   final List<Claim> confirmed = new CopyOnWriteArrayList<>();
   /** Answers for the next claims, in order; then claims are accepted. */
@@ -61,7 +64,15 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
-  public CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
+  public CompletionStage<StoredResponse> storedResponse(String route, String dedupKey) {
+    return CompletableFuture.completedFuture(responses.get(route + ":" + dedupKey));
+  }
+
+  @Override
+  public CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response) {
+    if (response != null) {
+      responses.put(claim.route() + ":" + claim.dedupKey(), new StoredResponse(response.body(), response.contentType(), nowMillis));
+    }
     CompletionStage<Boolean> scripted = confirmAnswers.poll();
     CompletionStage<Boolean> answer = scripted != null ? scripted : CompletableFuture.completedFuture(true);
     return answer.thenApply(ok -> {

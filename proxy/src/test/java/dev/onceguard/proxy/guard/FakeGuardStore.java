@@ -8,6 +8,7 @@ import dev.onceguard.proxy.store.EntityRow;
 import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.Source;
+import dev.onceguard.proxy.store.StoredResponse;
 import dev.onceguard.proxy.store.StoreUnavailableException;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
@@ -33,6 +34,8 @@ import java.util.concurrent.CompletionStage;
  * Thread-safe (every method is synchronized); answers complete on the calling thread.
  */
 final class FakeGuardStore implements GuardStore {
+  /** Responses stored with confirms, by route and dedup key. */
+  final java.util.Map<String, StoredResponse> responses = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** A scripted answer to one call. */
   @FunctionalInterface
@@ -187,7 +190,15 @@ final class FakeGuardStore implements GuardStore {
   }
 
   @Override
-  public synchronized CompletionStage<Boolean> confirm(Claim claim, long nowMillis) {
+  public synchronized CompletionStage<StoredResponse> storedResponse(String route, String dedupKey) {
+    return CompletableFuture.completedFuture(responses.get(route + ":" + dedupKey));
+  }
+
+  @Override
+  public synchronized CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response) {
+    if (response != null) {
+      responses.put(claim.route() + ":" + claim.dedupKey(), new StoredResponse(response.body(), response.contentType(), nowMillis));
+    }
     calls.add("confirm");
     return next(confirms, claim, () -> {
       if (lost.contains(claim.dedupKey())) {
