@@ -229,8 +229,13 @@ final class GuardFixture implements AutoCloseable {
     }
 
     @Override
-    public CompletionStage<Boolean> confirm(dev.onceguard.proxy.store.Claim c, long now) {
-      return d.confirm(c, now);
+    public CompletionStage<Boolean> confirm(dev.onceguard.proxy.store.Claim c, long now, dev.onceguard.proxy.store.StoredResponse r) {
+      return d.confirm(c, now, r);
+    }
+
+    @Override
+    public CompletionStage<dev.onceguard.proxy.store.StoredResponse> storedResponse(String route, String dedupKey) {
+      return d.storedResponse(route, dedupKey);
     }
 
     @Override

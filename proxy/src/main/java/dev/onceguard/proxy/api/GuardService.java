@@ -175,16 +175,28 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       } else if (!retried && releaseExpired(route.name(), e.dedupKey())) {
         // the key was held by an expired claim of this process; released, it can be taken over
         claim(route, e, source, out, true);
+      } else if (heldByAnotherCaller((ClaimResult.Wait) r)) {
+        // the same key claimed by another request in this process: answered as from any other
+        // process (DUPLICATE_IGNORE/IN_FLIGHT, in progress), not as a busy entity
+        ClaimResult.Wait w = (ClaimResult.Wait) r;
+        Verdict v = Verdicts.duplicate(w.ifTimedOut().toBuilder(), Layer.LEDGER, Reason.IN_FLIGHT, w.ifTimedOut().getDetail());
+        guard.record(v, source);
+        answerRefused(route, e, v, out);
       } else {
         ClaimResult.Wait w = (ClaimResult.Wait) r;
         String why = switch (w.kind()) {
           case EARLY_ARRIVAL -> "entity is not in a from-state yet (" + w.ifTimedOut().getDetail() + "); retry later";
-          case ENTITY_BUSY -> "entity has another transition in flight; retry later";
+          case ENTITY_BUSY, KEY_HELD -> "entity has another transition in flight; retry later";
           case OWN_LEASE_LIVE -> "this request id is still claimed until " + w.retryAtMillis() + " ms since the epoch; retry after it";
         };
         out.onError(Status.ABORTED.withDescription(why).asRuntimeException());
       }
     });
+  }
+
+  /** A wait on the same dedup key held by another request of this process (not a busy entity, not this request's own claim). */
+  private static boolean heldByAnotherCaller(ClaimResult.Wait w) {
+    return w.kind() == ClaimResult.Wait.Kind.KEY_HELD;
   }
 
   /**

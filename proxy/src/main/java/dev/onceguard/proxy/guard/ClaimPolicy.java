@@ -111,8 +111,8 @@ final class ClaimPolicy {
       // another attempt in this process still works on the key (its lease may even have lapsed
       // during a store outage): never run two at once; it finishes or gives it up
       long retryAt = sameSource && row.live() ? untilNotLive : a.nowMillis() + a.earlyArrivalRetryMillis();
-      return done(new ClaimResult.Wait(sameSource ? ClaimResult.Wait.Kind.OWN_LEASE_LIVE : ClaimResult.Wait.Kind.ENTITY_BUSY,
-          retryAt, Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
+      return done(new ClaimResult.Wait(sameSource ? ClaimResult.Wait.Kind.OWN_LEASE_LIVE : ClaimResult.Wait.Kind.KEY_HELD,
+          retryAt, Verdicts.escalate(sinceClaimed(a, row), Layer.LEDGER, Reason.IN_FLIGHT, "dedup key still in flight in this process")));
     }
     if (row.live() && !sameSource) {
       return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.IN_FLIGHT,
@@ -218,6 +218,15 @@ final class ClaimPolicy {
         where + ", applied by a record with different content (" + r.businessKey() + " from " + r.source()
             + "): a distinct fact the entity cannot hold; if both are real, the entity must be finer (e.g. the order line"
             + " rather than the order)"));
+  }
+
+  /** The attempt's verdict with the age of {@code row}'s claim: a Guard API caller told "in progress" learns when it began. */
+  private static Verdict.Builder sinceClaimed(Attempt a, LedgerRow row) {
+    Verdict.Builder vb = a.verdict();
+    if (row.originalAtMillis() != null) {
+      vb.setOriginalAgeMs(Math.max(0, a.nowMillis() - row.originalAtMillis()));
+    }
+    return vb;
   }
 
   private static Verdict.Builder withEntity(Verdict.Builder vb, EntityRow entity) {

@@ -25,6 +25,12 @@ public sealed interface ClaimResult {
       /** Another transition of the entity is between claim and confirm. */
       ENTITY_BUSY,
       /**
+       * The same dedup key is claimed by another attempt in this process (another source record or
+       * Guard API request): it finishes or gives it up. Other processes answer the same case
+       * DUPLICATE_IGNORE/IN_FLIGHT; the pipeline waits like for a busy entity.
+       */
+      KEY_HELD,
+      /**
        * This same source record is claimed by an earlier owner whose lease is still live (Kafka
        * redelivered it after a crash or rebalance): never a duplicate; take over at lease expiry.
        */

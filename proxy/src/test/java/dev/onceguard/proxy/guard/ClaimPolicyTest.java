@@ -223,12 +223,12 @@ class ClaimPolicyTest {
   }
 
   @Test
-  void onLedgerConflict_ownAttemptActiveForAnotherSource_waitsEntityBusy() {
+  void onLedgerConflict_ownAttemptActiveForAnotherSource_waitsKeyHeld() {
     LedgerRow r = pending(ME, new Source("orders", 3, 40L), 4_000L, 3_000L);
 
     ClaimResult.Wait w = waited(ClaimPolicy.onLedgerConflict(attempt("ship", SOURCE, true), r));
 
-    assertThat(w.kind()).isEqualTo(Kind.ENTITY_BUSY);
+    assertThat(w.kind()).isEqualTo(Kind.KEY_HELD);
     assertThat(w.retryAtMillis()).isEqualTo(NOW + EARLY_RETRY);
   }
 
