@@ -6,6 +6,10 @@ push: serves onceguard.v1.MessageHandler/Handle; the sidecar calls it for every 
 pull: opens onceguard.v1.Deliveries/Subscribe on the sidecar (route `mode: pull`), receives the
       accepted records over the stream and acknowledges each by its delivery_id. Reconnects when
       the stream breaks (unacknowledged deliveries come back flagged `redelivery`).
+http: an idempotent HTTP endpoint in front of the sidecar's Guard API: POST /<route> with the
+      event as the JSON body. The first request is applied and its response stored with the
+      claim (Guard.Complete); a retried request gets the first response again, byte for byte
+      (Guard.Submit answers DUPLICATE with it). Prints "listening on <port>" once bound.
 
 Either way it appends every delivery to a JSON-lines file and answers OK, or REJECT / RETRY when
 the record's own value asks for it (test and demo knobs, see README.md), exactly like
@@ -15,10 +19,14 @@ generate.sh writes into build/stubs (nothing from PyPI).
   ./generate.sh
   /usr/bin/python3 business.py push --port 9001 --out deliveries.jsonl
   /usr/bin/python3 business.py pull --sidecar 127.0.0.1:7700 --route orders --out deliveries.jsonl
+  /usr/bin/python3 business.py http --port 8080 --sidecar 127.0.0.1:7700 --route orders --out deliveries.jsonl
 """
 
 import argparse
 import datetime
+import http.server
+import math
+import uuid
 import json
 import os
 import queue
@@ -37,17 +45,18 @@ def env(name, default):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="business.py", description="OnceGuard business container (Python)")
-    p.add_argument("mode", choices=["push", "pull"], help="push: serve MessageHandler; pull: subscribe to the sidecar")
+    p.add_argument("mode", choices=["push", "pull", "http"],
+                   help="push: serve MessageHandler; pull: subscribe to the sidecar; http: idempotent HTTP endpoint on the Guard API")
     p.add_argument("--out", default=env("ONCEGUARD_BUSINESS_OUT", "deliveries.jsonl"),
                    help="JSON-lines file, appended to (ONCEGUARD_BUSINESS_OUT, default deliveries.jsonl)")
     p.add_argument("--stubs", default=env("ONCEGUARD_STUBS", os.path.join(HERE, "build", "stubs")),
                    help="directory generate.sh wrote the stubs into (ONCEGUARD_STUBS, default build/stubs)")
-    push = p.add_argument_group("push mode")
+    push = p.add_argument_group("push and http mode")
     push.add_argument("--host", default=env("ONCEGUARD_BUSINESS_HOST", "127.0.0.1"),
                       help="address to bind (ONCEGUARD_BUSINESS_HOST, default 127.0.0.1)")
     push.add_argument("--port", default=env("ONCEGUARD_BUSINESS_PORT", "9001"),
                       help="port to bind; 0 picks a free one (ONCEGUARD_BUSINESS_PORT, default 9001)")
-    pull = p.add_argument_group("pull mode")
+    pull = p.add_argument_group("pull and http mode")
     pull.add_argument("--sidecar", default=env("ONCEGUARD_SIDECAR", "127.0.0.1:7700"),
                       help="the sidecar's grpc-listen (ONCEGUARD_SIDECAR, default 127.0.0.1:7700)")
     pull.add_argument("--route", default=env("ONCEGUARD_ROUTE", ""),
@@ -57,10 +66,12 @@ def parse_args(argv):
     pull.add_argument("--subscriber", default=env("ONCEGUARD_SUBSCRIBER", "python-business-%d" % os.getpid()),
                       help="name of this subscriber in the sidecar's logs (ONCEGUARD_SUBSCRIBER)")
     a = p.parse_args(argv)
-    if a.mode == "push" and not (a.port.isdigit() and int(a.port) <= 65535):
+    if a.mode in ("push", "http") and not (a.port.isdigit() and int(a.port) <= 65535):
         p.error("--port '%s' is not a TCP port (0 picks a free one)" % a.port)
     if a.mode == "pull" and not a.route:
         p.error("pull mode needs --route (or ONCEGUARD_ROUTE): the route configured with mode: pull")
+    if a.mode == "http" and not a.route:
+        p.error("http mode needs --route (or ONCEGUARD_ROUTE): the route whose extraction the Guard API applies")
     if a.window < 0:
         p.error("--window must be 0 (the sidecar's default) or more")
     return a
@@ -251,6 +262,109 @@ def run_pull(args, grpc, pb, pb_grpc, business, stop):
         backoff = min(backoff * 2, 5.0)
 
 
+def run_http(args, grpc, pb, pb_grpc, business, stop):
+    """An idempotent HTTP endpoint: POST /<route>, the event as the JSON body.
+
+    Guard.Submit decides, and its outcome is the HTTP answer:
+      PROCEED     apply the event, Complete with the response (stored with the claim), 201
+      DUPLICATE   the stored response of the first request, byte for byte, with Idempotent-Replayed: true
+      IN_PROGRESS 409 with Retry-After: another request holds the same event right now
+      CONFLICT    422: the same key with different content (the differing fields in the body)
+      ESCALATED   422: not applicable (illegal transition, missing field, unreadable body)
+    A busy or unreachable sidecar is 503 with Retry-After. An Idempotency-Key header, when given,
+    becomes the Guard API request_id: a client that resends after a lost answer takes its own claim back.
+    """
+    channel = grpc.insecure_channel(args.sidecar)
+    guard = pb_grpc.GuardStub(channel)
+    path = "/" + args.route
+    outcomes = pb.SubmitResponse.Outcome
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *a):
+            pass  # one line per delivery goes to --out; the access log would only repeat it
+
+        def answer(self, status, body, content_type="application/json", headers=()):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def problem(self, status, what, headers=(), **more):
+            self.answer(status, json.dumps(dict(error=what, **more)).encode("utf-8"), headers=headers)
+
+        def do_POST(self):
+            if self.path != path:
+                return self.problem(404, "POST %s only" % path)
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            request = pb.SubmitRequest(route=args.route, value=body, request_id=self.headers.get("Idempotency-Key") or "")
+            try:
+                r = guard.Submit(request, timeout=10)
+            except grpc.RpcError as e:
+                return self.unavailable(e)
+            v = r.verdict
+            if r.outcome == outcomes.Value("PROCEED"):
+                return self.apply(r, body)
+            if r.outcome == outcomes.Value("DUPLICATE"):
+                replayed = [("Idempotent-Replayed", "true")]
+                if r.original_at_ms:
+                    replayed.append(("Original-Date", datetime.datetime.fromtimestamp(
+                        r.original_at_ms / 1000.0, datetime.timezone.utc).isoformat(timespec="milliseconds")))
+                if r.HasField("response"):
+                    return self.answer(201, r.response.body, r.response.content_type or "application/octet-stream", replayed)
+                return self.problem(200, "applied before; no response was stored", replayed, detail=v.detail)
+            if r.outcome == outcomes.Value("IN_PROGRESS"):
+                wait = [("Retry-After", str(max(1, math.ceil(r.retry_after_ms / 1000.0))))]
+                return self.problem(409, "the same request is in progress", wait, retry_after_ms=r.retry_after_ms)
+            fields = [f.pointer for f in v.differing_fields]
+            return self.problem(422, pb.Reason.Name(v.reason), detail=v.detail, differing_fields=fields)
+
+        def apply(self, r, body):
+            """The business's work for an accepted event: its effect, then the response it stores."""
+            v = r.verdict
+            d = pb.Delivery(record=pb.KafkaRecord(topic="http:" + path, value=body), route=args.route, entity_id=v.entity_id,
+                            event=v.event, from_state=r.from_state, to_state=r.to_state, dedup_key=v.dedup_key,
+                            attempt=1, redelivery=r.redelivery)
+            result, wait = business.handle(d)
+            if wait:
+                time.sleep(wait)
+            if result.outcome != pb.HandleResult.Outcome.Value("OK"):
+                guard.Complete(pb.CompleteRequest(claim_token=r.claim_token, outcome=pb.HandleResult.Outcome.Value("REJECT"),
+                                                  message=result.message), timeout=10)
+                return self.problem(422, "BUSINESS_REJECTED", detail=result.message)
+            response = json.dumps({"receipt": str(uuid.uuid4()), "entity_id": v.entity_id, "event": v.event,
+                                   "state": r.to_state}).encode("utf-8")
+            try:
+                guard.Complete(pb.CompleteRequest(
+                    claim_token=r.claim_token, outcome=pb.HandleResult.Outcome.Value("OK"),
+                    response=pb.StoredResponse(body=response, content_type="application/json")), timeout=10)
+            except grpc.RpcError as e:
+                return self.unavailable(e)
+            self.answer(201, response)
+
+        def unavailable(self, e):
+            code = e.code()
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                return self.problem(400, e.details())
+            pushback = dict(e.trailing_metadata() or ()).get("grpc-retry-pushback-ms")
+            seconds = max(1, math.ceil(int(pushback) / 1000.0)) if pushback and pushback.isdigit() else 1
+            return self.problem(503, "%s: %s" % (code.name, e.details()), [("Retry-After", str(seconds))])
+
+    server = http.server.ThreadingHTTPServer((args.host, int(args.port)), Handler)
+    server.daemon_threads = True
+    print("listening on %d" % server.server_address[1], flush=True)
+    log("serving POST %s on %s:%d through the Guard API at %s, deliveries -> %s"
+        % (path, args.host, server.server_address[1], args.sidecar, os.path.abspath(args.out)))
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    stop.wait()
+    server.shutdown()
+    channel.close()
+
+
 def requests(pb, args, acks, stop):
     """The client half of the stream: the Subscription, then one Ack per handled delivery."""
     sub = pb.Subscription(route=args.route, window=args.window, subscriber=args.subscriber, escalations=True)
@@ -277,6 +391,8 @@ def main(argv):
     try:
         if args.mode == "push":
             run_push(args, grpc, pb, pb_grpc, business, stop)
+        elif args.mode == "http":
+            run_http(args, grpc, pb, pb_grpc, business, stop)
         else:
             run_pull(args, grpc, pb, pb_grpc, business, stop)
     finally:

@@ -44,6 +44,16 @@ record BusinessPod(String name, Path dir, Mode mode, List<String> executables, L
         "python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc");
   }
 
+  /**
+   * The Python example as an idempotent HTTP endpoint on the Guard API ({@code business.py http}):
+   * binds a free port and prints it like push mode, and calls the sidecar like pull mode.
+   */
+  static BusinessPod pythonHttp() {
+    BusinessPod push = python(Mode.PUSH);
+    return new BusinessPod("python (http)", push.dir(), Mode.PUSH, push.executables(), push.probe(), push.build(),
+        List.of(PYTHON, "business.py", "http"), push.packages());
+  }
+
   static BusinessPod go(Mode mode) {
     return new BusinessPod("go (" + mode.name().toLowerCase() + ")", example("go-business", "main.go"), mode,
         List.of("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc"), List.of("test", "-f",
@@ -53,11 +63,17 @@ record BusinessPod(String name, Path dir, Mode mode, List<String> executables, L
             + " golang-github-golang-protobuf-1-5-dev");
   }
 
-  /** The command line: push binds a free port and prints it, pull subscribes to {@code sidecar}. */
+  /**
+   * The command line: push binds a free port and prints it, pull subscribes to {@code sidecar}; the
+   * HTTP endpoint binds a free port and calls {@code sidecar}.
+   */
   List<String> command(Path out, String sidecar, String route) {
     List<String> cmd = new ArrayList<>(run);
     if (mode == Mode.PUSH) {
       cmd.addAll(List.of("--port", "0", "--out", out.toString()));
+      if (run.get(run.size() - 1).equals("http")) {
+        cmd.addAll(List.of("--sidecar", sidecar, "--route", route));
+      }
     } else {
       cmd.addAll(List.of("--sidecar", sidecar, "--route", route, "--out", out.toString(), "--subscriber", "it-" + name));
     }

@@ -323,6 +323,76 @@ final class BusinessPodScenario {
     }
   }
 
+  /**
+   * The example as an idempotent HTTP endpoint on the sidecar's Guard API (the route in pull mode,
+   * with no subscriber: the Guard API does not deliver): a request applied once answers 201 with a
+   * fresh receipt; the same request sent again answers the same bytes, flagged replayed, and the
+   * business applied it once; a second copy sent while the first is being applied is told to retry
+   * (409, Retry-After); the same order line with a changed amount is a conflict (422) naming the field.
+   */
+  static void runIdempotentHttp(BusinessPod pod) throws Exception {
+    pod.requireToolchain();
+    pod.build(BUILD_TIMEOUT_SECONDS);
+    String suffix = ItEnv.uniqueSuffix();
+    String tag = pod.dir().getFileName() + "-http-" + suffix;
+    String database = "og_it_" + suffix;
+    String redisPrefix = "og-it-pod:" + suffix + ":";
+    Path out = Files.createDirectories(Path.of("target")).resolve(tag + ".jsonl").toAbsolutePath();
+    Path podLog = out.resolveSibling(tag + ".log");
+    try (KafkaSupport kafka = new KafkaSupport(); Stack stack = new Stack(Mode.PUSH)) {
+      String topic = kafka.createTopic("pod-http-orders", 1);
+      String escalations = kafka.createTopic("pod-http-orders-escalate", 1);
+      SidecarConfig cfg = new ConfigReader(Map.of())
+          .parse(yaml(topic, escalations, "pod-http-" + suffix, database, redisPrefix, Mode.PULL, 0), "pod-http-it");
+      stack.config = cfg;
+      stack.redisPrefix = redisPrefix;
+      GuardRuntime rt = stack.runtime = new GuardRuntime(cfg, Clock.SYSTEM);
+      stack.sidecar = new Sidecar(cfg, rt.processors((r, v, forwarded) -> {}), rt.services());
+      stack.sidecar.start();
+      PodProcess business = stack.business = PodProcess.start(pod, out, podLog, "127.0.0.1:" + stack.sidecar.grpcPort(), ROUTE);
+      java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+      java.net.URI uri = java.net.URI.create("http://127.0.0.1:" + business.port() + "/" + ROUTE);
+      java.util.function.Function<String, java.net.http.HttpResponse<String>> post = body -> {
+        try {
+          return http.send(java.net.http.HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(20))
+              .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+              java.net.http.HttpResponse.BodyHandlers.ofString());
+        } catch (IOException | InterruptedException e) {
+          throw new IllegalStateException(e);
+        }
+      };
+
+      String create = order("h-1", "create", "");
+      var first = post.apply(create);
+      assertThat(first.statusCode()).as("first request: %s\n%s", first.body(), business.log()).isEqualTo(201);
+      assertThat(JSON.readTree(first.body()).get("receipt").asText()).isNotBlank();
+      var retried = post.apply(create);
+      assertThat(retried.statusCode()).isEqualTo(201);
+      assertThat(retried.body()).as("the retried request gets the first response, byte for byte").isEqualTo(first.body());
+      assertThat(retried.headers().firstValue("Idempotent-Replayed")).contains("true");
+      assertThat(retried.headers().firstValue("Content-Type")).contains("application/json");
+      assertThat(retried.headers().firstValue("Original-Date")).isPresent();
+
+      var changed = post.apply(order("h-1", "create", "").replace("\"amount\":103", "\"amount\":999"));
+      assertThat(changed.statusCode()).as(changed.body()).isEqualTo(422);
+      assertThat(JSON.readTree(changed.body()).get("error").asText()).isEqualTo("KEY_COLLISION");
+
+      // held while the business works on it (delay_ms): a copy meanwhile is told to come back
+      String slow = order("h-2", "create", ",\"delay_ms\":1500");
+      var holder = java.util.concurrent.CompletableFuture.supplyAsync(() -> post.apply(slow));
+      await().atMost(Duration.ofSeconds(10)).until(() -> deliveries(out).stream().anyMatch(l -> "h-2".equals(l.get("entity_id").asText())));
+      var concurrent = post.apply(slow);
+      assertThat(concurrent.statusCode()).as(concurrent.body()).isEqualTo(409);
+      assertThat(concurrent.headers().firstValue("Retry-After")).isPresent();
+      var held = holder.get(20, TimeUnit.SECONDS);
+      assertThat(held.statusCode()).isEqualTo(201);
+      assertThat(post.apply(slow).body()).isEqualTo(held.body());
+
+      assertThat(deliveries(out).stream().map(l -> l.get("entity_id").asText() + " " + l.get("outcome").asText()).toList())
+          .as("the business applied each request once").containsExactly("h-1 OK", "h-2 OK");
+    }
+  }
+
   private static String yaml(String topic, String escalations, String group, String database, String redisPrefix, Mode mode, int port) {
     String delivery = mode == Mode.PUSH ? "target: 127.0.0.1:" + port : "mode: pull";
     return """

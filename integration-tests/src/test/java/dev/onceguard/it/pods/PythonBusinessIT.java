@@ -19,4 +19,9 @@ class PythonBusinessIT {
   void pullMode_receivesAndAcksEveryLegitimateRecordOnce_andGetsTheEscalationNotices() throws Exception {
     BusinessPodScenario.run(BusinessPod.python(Mode.PULL));
   }
+
+  @Test
+  void httpMode_aRetriedRequestGetsTheFirstResponse_throughTheGuardApi() throws Exception {
+    BusinessPodScenario.runIdempotentHttp(BusinessPod.pythonHttp());
+  }
 }
