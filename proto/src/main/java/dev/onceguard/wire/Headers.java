@@ -44,16 +44,26 @@ public final class Headers {
   public static final String ORIGINAL_PARTITION = PREFIX + "original-partition";
   /** Offset it was consumed at, decimal. */
   public static final String ORIGINAL_OFFSET = PREFIX + "original-offset";
-  /** CONFLICTING_FACT: business key of the record that applied the transition. */
+  /** CONFLICTING_FACT and KEY_COLLISION: business key of the record that applied the transition. */
   public static final String APPLIED_BUSINESS_KEY = PREFIX + "applied-business-key";
-  /** CONFLICTING_FACT: dedup key of the record that applied the transition. */
+  /** CONFLICTING_FACT and KEY_COLLISION: dedup key of the record that applied the transition. */
   public static final String APPLIED_DEDUP_KEY = PREFIX + "applied-dedup-key";
-  /** CONFLICTING_FACT: topic of the record that applied the transition. */
+  /** CONFLICTING_FACT and KEY_COLLISION: topic of the record that applied the transition. */
   public static final String APPLIED_TOPIC = PREFIX + "applied-topic";
-  /** CONFLICTING_FACT: partition of the record that applied the transition, decimal. */
+  /** CONFLICTING_FACT and KEY_COLLISION: partition of the record that applied the transition, decimal. */
   public static final String APPLIED_PARTITION = PREFIX + "applied-partition";
-  /** CONFLICTING_FACT: offset of the record that applied the transition, decimal. */
+  /** CONFLICTING_FACT and KEY_COLLISION: offset of the record that applied the transition, decimal. */
   public static final String APPLIED_OFFSET = PREFIX + "applied-offset";
+  /**
+   * CONFLICTING_FACT and KEY_COLLISION, when the applied fact kept per-field digests: the fields in
+   * which this record differs from it, as a JSON object from JSON pointer to this record's value
+   * (canonical JSON text, cut to 64 characters with a trailing "…") or {@code null} for a field
+   * only the applied fact has; at most 20, sorted by pointer. Nothing of the applied fact's
+   * content: every value shown is this record's own.
+   */
+  public static final String DIFFERING_FIELDS = PREFIX + "differing-fields";
+  /** With {@link #DIFFERING_FIELDS}: {@code true} when more fields differ (or may) than it lists; absent otherwise. */
+  public static final String DIFFERING_FIELDS_TRUNCATED = PREFIX + "differing-fields-truncated";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
   /**

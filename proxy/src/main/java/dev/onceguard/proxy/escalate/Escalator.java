@@ -197,6 +197,12 @@ public final class Escalator implements EscalationSink, AutoCloseable {
       add(hs, Headers.APPLIED_PARTITION, Integer.toString(v.getApplied().getSourcePartition()));
       add(hs, Headers.APPLIED_OFFSET, Long.toString(v.getApplied().getSourceOffset()));
     }
+    if (v.getDifferingFieldsCount() > 0) {
+      add(hs, Headers.DIFFERING_FIELDS, differingFields(v));
+      if (v.getDifferingFieldsTruncated()) {
+        add(hs, Headers.DIFFERING_FIELDS_TRUNCATED, "true");
+      }
+    }
     add(hs, Headers.ORIGINAL_TOPIC, source.topic());
     add(hs, Headers.ORIGINAL_PARTITION, Integer.toString(source.partition()));
     add(hs, Headers.ORIGINAL_OFFSET, Long.toString(source.offset()));
@@ -330,4 +336,19 @@ public final class Escalator implements EscalationSink, AutoCloseable {
     }
     producer.close(java.time.Duration.ofSeconds(10));
   }
+
+  /** The {@link Headers#DIFFERING_FIELDS} value: pointer to this record's (already cut) value, {@code null} if removed. */
+  static String differingFields(Verdict v) {
+    com.fasterxml.jackson.databind.node.ObjectNode o = DIFFERENCES.createObjectNode();
+    for (dev.onceguard.v1.FieldDifference d : v.getDifferingFieldsList()) {
+      if (d.getChange() == dev.onceguard.v1.FieldDifference.Change.REMOVED) {
+        o.putNull(d.getPointer());
+      } else {
+        o.put(d.getPointer(), d.getValue());
+      }
+    }
+    return o.toString();
+  }
+
+  private static final com.fasterxml.jackson.databind.ObjectMapper DIFFERENCES = new com.fasterxml.jackson.databind.ObjectMapper();
 }

@@ -67,6 +67,11 @@ import org.apache.kafka.common.header.Headers;
  * the {@code fingerprint-exclude} pointers removed, anything else byte for byte. Headers and the
  * Kafka metadata never count: a re-send with a new message id must fingerprint the same once the
  * message id is excluded.
+ *
+ * <p><b>Kept content.</b> Unless the route says {@code store-payload: none}, the fingerprinted
+ * content is also read field by field ({@link FieldDigests}: each leaf of the value, or each
+ * configured fingerprint field), for the ledger row's digest map; with {@code store-payload: full}
+ * the value itself rides along, up to {@code store-payload-max-bytes}.
  */
 public final class Extractor {
   /**
@@ -89,6 +94,10 @@ public final class Extractor {
   private final MachineConfig machine;
   private final boolean needsValue;
   private final boolean needsKeyJson;
+  /** The route keeps per-field digests (store-payload digest or full). */
+  private final boolean keepsDigests;
+  /** The route keeps the value itself (store-payload full). */
+  private final boolean keepsPayload;
 
   /** {@code machine} is {@code null} for a route without one. */
   public Extractor(RouteConfig route, MachineConfig machine) {
@@ -102,6 +111,9 @@ public final class Extractor {
     }
     this.needsValue = all.stream().anyMatch(f -> f instanceof FieldSource.ValuePointer);
     this.needsKeyJson = all.stream().anyMatch(f -> f instanceof FieldSource.Key k && !k.pointer().isEmpty());
+    RouteConfig.StorePayload kept = route.ledgerContent().storePayload();
+    this.keepsDigests = kept != RouteConfig.StorePayload.NONE;
+    this.keepsPayload = kept == RouteConfig.StorePayload.FULL;
   }
 
   /**
@@ -207,21 +219,34 @@ public final class Extractor {
         readable.append(name).append('=').append(keyValues.get(i));
       }
       String fingerprint;
+      FieldDigests fields = FieldDigests.NONE;
       if (!route.fingerprint().isEmpty()) {
         Canonical fp = new Canonical();
+        Map<String, String> named = keepsDigests ? new java.util.LinkedHashMap<>() : null;
         for (FieldSource f : route.fingerprint()) {
           String v = p.read(f);
           fp.add(f.name(), v == null ? "\u0000absent" : v);
+          if (named != null) {
+            named.put(f.name(), v);
+          }
         }
         fingerprint = fp.digest();
+        fields = named == null ? FieldDigests.NONE : FieldDigests.ofFields(named);
       } else {
         fingerprint = p.wholeValueFingerprint(route.fingerprintExclude());
+        fields = keepsDigests ? FieldDigests.ofLeaves(p.content) : FieldDigests.NONE;
       }
       String businessKey = readable.toString();
       if (businessKey.length() > 2000) {
         businessKey = businessKey.substring(0, 2000) + "…";
       }
-      return new Extraction.Ok(new ExtractedEvent(entityId, event, keyEnc.digest(), businessKey, fingerprint));
+      if (!keepsDigests) {
+        return new Extraction.Ok(new ExtractedEvent(entityId, event, keyEnc.digest(), businessKey, fingerprint));
+      }
+      int size = value == null ? 0 : value.length;
+      byte[] payload = keepsPayload && value != null && size <= route.ledgerContent().storePayloadMaxBytes() ? value : null;
+      return new Extraction.Ok(new ExtractedEvent(entityId, event, keyEnc.digest(), businessKey, fingerprint, fields, payload,
+          keepsPayload ? size : -1));
     } catch (IOException e) {
       return new Extraction.Failed(Reason.MALFORMED, e.getMessage(), entityId, event);
     }
@@ -268,6 +293,8 @@ public final class Extractor {
     private final Headers headers;
     private JsonNode valueJson;
     private JsonNode keyJson;
+    /** After {@link #wholeValueFingerprint}: the JSON content it hashed (excluded fields removed); {@code null} if not JSON. */
+    JsonNode content;
 
     Parsed(byte[] key, byte[] value, Headers headers) throws IOException {
       this.key = key;
@@ -378,6 +405,7 @@ public final class Extractor {
           o.remove(ptr.substring(cut + 1).replace("~1", "/").replace("~0", "~"));
         }
       }
+      content = copy;
       return sha256(canonicalJson(copy).getBytes(StandardCharsets.UTF_8));
     }
   }

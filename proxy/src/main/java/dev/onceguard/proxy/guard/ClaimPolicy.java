@@ -2,6 +2,7 @@ package dev.onceguard.proxy.guard;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.extract.FieldDigests;
 import dev.onceguard.proxy.store.EntityRow;
 import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.Source;
@@ -92,9 +93,10 @@ final class ClaimPolicy {
     if (!row.fingerprint().equals(e.fingerprint()) && !(thisKafkaRecord && !row.done())) {
       // a PENDING claim of this very record is taken over whatever its fingerprint: the record is
       // the same, only the configuration (fingerprint-exclude) changed since it was claimed
-      return done(new ClaimResult.Rejected(Verdicts.escalate(a.verdict(), Layer.LEDGER, Reason.KEY_COLLISION,
+      Verdict.Builder vb = differing(a.verdict().setApplied(appliedFact(row)), e, row);
+      return done(new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.LEDGER, Reason.KEY_COLLISION,
           "dedup key already used by a record with different content (ledger row " + row.status() + " from " + row.source()
-              + "): the configured business key does not identify the record; add the missing field")));
+              + differingText(vb) + "): the configured business key does not identify the record; add the missing field")));
     }
     if (row.done()) {
       return done(new ClaimResult.Rejected(Verdicts.duplicateOf(a.verdict(), Layer.LEDGER, Reason.LEDGER_HIT,
@@ -212,10 +214,9 @@ final class ClaimPolicy {
               + " OnceGuard): it may be a distinct fact, so it is not ignored"));
     }
     LedgerRow r = applied.get(0);
-    vb.setApplied(AppliedFact.newBuilder().setRoute(r.route()).setDedupKey(r.dedupKey()).setBusinessKey(r.businessKey())
-        .setSourceTopic(r.sourceTopic()).setSourcePartition(r.sourcePartition()).setSourceOffset(r.sourceOffset()));
+    differing(vb.setApplied(appliedFact(r)), a.extracted(), r);
     return new ClaimResult.Rejected(Verdicts.escalate(vb, Layer.STATE_MACHINE, Reason.CONFLICTING_FACT,
-        where + ", applied by a record with different content (" + r.businessKey() + " from " + r.source()
+        where + ", applied by a record with different content (" + r.businessKey() + " from " + r.source() + differingText(vb)
             + "): a distinct fact the entity cannot hold; if both are real, the entity must be finer (e.g. the order line"
             + " rather than the order)"));
   }
@@ -227,6 +228,32 @@ final class ClaimPolicy {
       vb.setOriginalAgeMs(Math.max(0, a.nowMillis() - row.originalAtMillis()));
     }
     return vb;
+  }
+
+  private static AppliedFact appliedFact(LedgerRow r) {
+    return AppliedFact.newBuilder().setRoute(r.route()).setDedupKey(r.dedupKey()).setBusinessKey(r.businessKey())
+        .setSourceTopic(r.sourceTopic()).setSourcePartition(r.sourcePartition()).setSourceOffset(r.sourceOffset()).build();
+  }
+
+  /**
+   * Adds the fields in which the record differs from the applied row (by the row's digest map; none
+   * when either side keeps no digests), at most {@value FieldDigests#MAX_DIFFERENCES}.
+   */
+  private static Verdict.Builder differing(Verdict.Builder vb, ExtractedEvent e, LedgerRow applied) {
+    FieldDigests.Differences d = e.fields().differencesFrom(applied.fieldDigests());
+    return vb.addAllDifferingFields(d.fields()).setDifferingFieldsTruncated(d.truncated());
+  }
+
+  /** The differing pointers for a verdict's detail (names only, never values). */
+  private static String differingText(Verdict.Builder vb) {
+    if (vb.getDifferingFieldsCount() == 0) {
+      return "";
+    }
+    StringBuilder sb = new StringBuilder("; differing fields: ");
+    for (int i = 0; i < vb.getDifferingFieldsCount(); i++) {
+      sb.append(i == 0 ? "" : ", ").append(vb.getDifferingFields(i).getPointer());
+    }
+    return sb.append(vb.getDifferingFieldsTruncated() ? ", …" : "").toString();
   }
 
   private static Verdict.Builder withEntity(Verdict.Builder vb, EntityRow entity) {

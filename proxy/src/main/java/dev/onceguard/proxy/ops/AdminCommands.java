@@ -102,6 +102,9 @@ final class AdminCommands {
       }
     }
 
+    /** Characters of a kept payload the command prints at most (Explain over gRPC returns it whole). */
+    static final int PAYLOAD_CHARS = 2000;
+
     static void print(ExplainResponse x, PrintWriter out) {
       if (x.hasEntity()) {
         var e = x.getEntity();
@@ -117,6 +120,21 @@ final class AdminCommands {
             l.getFromState().isEmpty() ? "" : l.getFromState() + " -> ", l.getToState(), l.getAttempts(),
             Instant.ofEpochMilli(l.getCreatedAtMs()), l.getSourceTopic(), l.getSourcePartition(), l.getSourceOffset(), l.getDedupKey(),
             l.getBusinessKey());
+        if (l.getFieldDigestsCount() > 0) {
+          out.printf(Locale.ROOT, "    content: %d field digest(s): %s%n", l.getFieldDigestsCount(),
+              String.join(", ", l.getFieldDigestsList().stream().map(f -> f.getPointer() + "=" + f.getDigest()).toList()));
+        }
+        if (l.hasPayload()) {
+          String text = new String(l.getPayload().toByteArray(), java.nio.charset.StandardCharsets.UTF_8);
+          out.printf(Locale.ROOT, "    payload (%d bytes): %s%n", l.getPayload().size(),
+              text.length() > PAYLOAD_CHARS ? text.substring(0, PAYLOAD_CHARS) + "…" : text);
+        } else if (l.getPayloadOmittedBytes() > 0) {
+          out.printf(Locale.ROOT, "    payload: not kept (%d bytes, above store-payload-max-bytes)%n", l.getPayloadOmittedBytes());
+        }
+        if (l.hasResponse()) {
+          out.printf(Locale.ROOT, "    response: %d bytes%s%n", l.getResponse().getBody().size(),
+              l.getResponse().getContentType().isEmpty() ? "" : ", " + l.getResponse().getContentType());
+        }
       }
       out.println("decisions: " + (x.getDecisionsCount() == 0 ? "none" : x.getDecisionsCount() + ", newest first"));
       for (Decision d : x.getDecisionsList()) {

@@ -1,12 +1,15 @@
 package dev.onceguard.proxy.store;
 
+import com.google.protobuf.ByteString;
 import dev.onceguard.v1.Decision;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.EntityState;
 import dev.onceguard.v1.ExplainResponse;
+import dev.onceguard.v1.FieldDigest;
 import dev.onceguard.v1.Layer;
 import dev.onceguard.v1.LedgerEntry;
 import dev.onceguard.v1.Reason;
+import dev.onceguard.v1.StoredResponse;
 import dev.onceguard.v1.Verdict;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -165,6 +168,21 @@ public final class AdminQueries {
     Long done = Db.longOrNull(r, "completed_at");
     if (done != null) {
       b.setCompletedAtMs(done);
+    }
+    // what the row keeps of the applied record (store-payload) and of the caller's response
+    dev.onceguard.proxy.extract.FieldDigests.decode(r.getBytes("field_digests")).digests()
+        .forEach((pointer, digest) -> b.addFieldDigests(FieldDigest.newBuilder().setPointer(pointer).setDigest(digest)));
+    byte[] payload = r.getBytes("payload");
+    Long size = Db.longOrNull(r, "payload_size");
+    if (payload != null) {
+      b.setPayload(ByteString.copyFrom(payload));
+    } else if (size != null) {
+      b.setPayloadOmittedBytes(size.intValue());
+    }
+    byte[] response = r.getBytes("response");
+    if (response != null) {
+      String type = r.getString("response_type");
+      b.setResponse(StoredResponse.newBuilder().setBody(ByteString.copyFrom(response)).setContentType(type == null ? "" : type));
     }
     return b.build();
   }

@@ -12,6 +12,8 @@ package dev.onceguard.proxy.store;
  *     owner has no heartbeat row (it never heartbeats, or the row was purged): then only the lease counts
  * @param originalAtMillis when the row was confirmed, or claimed if it is not (the claiming
  *     sidecar's clock); {@code null} if not read. A duplicate's age is measured from it.
+ * @param fieldDigests the row's per-field digest map ({@code dev.onceguard.proxy.extract.FieldDigests}
+ *     stored form); {@code null} if it keeps none. Read to name the fields a conflict differs in
  */
 public record LedgerRow(
     String route,
@@ -29,7 +31,16 @@ public record LedgerRow(
     int attempts,
     Long leaseLeftMillis,
     Long ownerLeftMillis,
-    Long originalAtMillis) {
+    Long originalAtMillis,
+    byte[] fieldDigests) {
+
+  /** A row read without its digest map. */
+  public LedgerRow(String route, String dedupKey, String businessKey, String fingerprint, String status, String owner, Long leaseUntil,
+      String sourceTopic, int sourcePartition, long sourceOffset, String fromState, String toState, int attempts, Long leaseLeftMillis,
+      Long ownerLeftMillis, Long originalAtMillis) {
+    this(route, dedupKey, businessKey, fingerprint, status, owner, leaseUntil, sourceTopic, sourcePartition, sourceOffset, fromState,
+        toState, attempts, leaseLeftMillis, ownerLeftMillis, originalAtMillis, null);
+  }
 
   public boolean done() {
     return "DONE".equals(status);

@@ -211,15 +211,31 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   private static final String LEDGER_INSERT_COLUMNS = " (route, dedup_key, business_key, fingerprint, entity_id, event, from_state,"
-      + " to_state, status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at) VALUES ";
-  private static final String LEDGER_INSERT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, " + NOW_MS + " + ?, 1, ?, ?, ?, ?)";
+      + " to_state, status, owner, lease_until, attempts, source_topic, source_partition, source_offset, created_at,"
+      + " field_digests, payload, payload_size) VALUES ";
+  private static final String LEDGER_INSERT_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, " + NOW_MS + " + ?, 1, ?, ?, ?, ?, ?, ?, ?)";
+  private static final Db.Null NULL_BYTES = new Db.Null(java.sql.Types.LONGVARBINARY);
 
   private static Object[] ledgerInsertArgs(ClaimCommand cmd) {
     ExtractedEvent e = cmd.extracted();
     EventConfig ev = cmd.event();
     return new Object[] {cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()),
         nullable(knownFrom(ev)), ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(), cmd.source().topic(),
-        cmd.source().partition(), cmd.source().offset(), cmd.nowMillis()};
+        cmd.source().partition(), cmd.source().offset(), cmd.nowMillis(), digests(e), payload(e), payloadSize(e)};
+  }
+
+  /** What the row keeps of the record's content (the route's store-payload): the digest map, the value, its size. */
+  private static Object digests(ExtractedEvent e) {
+    byte[] d = e.fields().encode();
+    return d == null ? NULL_BYTES : d;
+  }
+
+  private static Object payload(ExtractedEvent e) {
+    return e.payload() == null ? NULL_BYTES : e.payload();
+  }
+
+  private static Object payloadSize(ExtractedEvent e) {
+    return e.payloadSize() < 0 ? Db.NULL_INT : e.payloadSize();
   }
 
   /** The from-state when the event has exactly one, else null (the CAS tells which). */
@@ -232,7 +248,7 @@ public final class MysqlGuardStore implements GuardStore {
    * then the caller must roll back the transaction ({@link GroupRefused}), not go on in it.
    */
   private boolean insertLedgerRows(Connection c, List<ClaimCommand> group) throws SQLException {
-    List<Object> args = new ArrayList<>(group.size() * 14);
+    List<Object> args = new ArrayList<>(group.size() * 17);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(ledger).append(LEDGER_INSERT_COLUMNS);
     for (int i = 0; i < group.size(); i++) {
       sql.append(i == 0 ? "" : ", ").append(LEDGER_INSERT_ROW);
@@ -415,11 +431,11 @@ public final class MysqlGuardStore implements GuardStore {
     return Db.update(c,
         "UPDATE " + ledger + " SET status = 'PENDING', business_key = ?, fingerprint = ?, entity_id = ?, event = ?, from_state = ?,"
             + " to_state = ?, owner = ?, lease_until = " + NOW_MS + " + ?, attempts = attempts + 1, source_topic = ?,"
-            + " source_partition = ?, source_offset = ?, completed_at = NULL"
+            + " source_partition = ?, source_offset = ?, completed_at = NULL, field_digests = ?, payload = ?, payload_size = ?"
             + " WHERE route = ? AND dedup_key = ? AND status = 'REJECTED' AND attempts = ?",
         e.businessKey(), e.fingerprint(), nullable(e.entityId()), nullable(e.event()), nullable(knownFrom),
         ev == null ? Db.NULL_STRING : ev.to(), cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(),
-        cmd.source().offset(), cmd.route(), e.dedupKey(), rejected.attempts());
+        cmd.source().offset(), digests(e), payload(e), payloadSize(e), cmd.route(), e.dedupKey(), rejected.attempts());
   }
 
   private enum Step {
@@ -463,12 +479,12 @@ public final class MysqlGuardStore implements GuardStore {
 
   static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
       + " l.lease_until, l.source_topic, l.source_partition, l.source_offset, l.from_state, l.to_state, l.attempts,"
-      + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS + ", COALESCE(l.completed_at, l.created_at)";
+      + " l.lease_until - " + NOW_MS + ", o.alive_until - " + NOW_MS + ", COALESCE(l.completed_at, l.created_at), l.field_digests";
 
   static LedgerRow ledgerRow(ResultSet r) throws SQLException {
     return new LedgerRow(r.getString(1), r.getString(2), r.getString(3), r.getString(4), r.getString(5), r.getString(6),
         Db.longOrNull(r, 7), r.getString(8), r.getInt(9), r.getLong(10), r.getString(11), r.getString(12), r.getInt(13),
-        Db.longOrNull(r, 14), Db.longOrNull(r, 15), Db.longOrNull(r, 16));
+        Db.longOrNull(r, 14), Db.longOrNull(r, 15), Db.longOrNull(r, 16), r.getBytes(17));
   }
 
   /** The row that refused an INSERT; {@link ClaimOutcome.Retry} if it is gone already. */
@@ -516,11 +532,13 @@ public final class MysqlGuardStore implements GuardStore {
           "UPDATE " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
               + " SET l.owner = ?, l.lease_until = " + NOW_MS + " + ?, l.attempts = l.attempts + 1,"
               + " l.source_topic = ?, l.source_partition = ?, l.source_offset = ?, l.business_key = ?, l.fingerprint = ?,"
+              + " l.field_digests = IF(?, ?, l.field_digests), l.payload = IF(?, ?, l.payload), l.payload_size = IF(?, ?, l.payload_size),"
               + " o.taken_over = o.taken_over + (o.alive_until <= " + NOW_MS + ")"
               + " WHERE l.route = ? AND l.dedup_key = ? AND l.status = 'PENDING' AND l.owner = ? AND l.attempts = ?"
               + " AND (? OR l.lease_until IS NULL OR l.lease_until <= " + NOW_MS + " OR o.alive_until <= " + NOW_MS + ")",
           cmd.owner(), cmd.leaseMillis(), cmd.source().topic(), cmd.source().partition(), cmd.source().offset(),
-          sameKey ? e.businessKey() : row.businessKey(), sameKey ? e.fingerprint() : row.fingerprint(), cmd.route(), row.dedupKey(),
+          sameKey ? e.businessKey() : row.businessKey(), sameKey ? e.fingerprint() : row.fingerprint(), sameKey, digests(e), sameKey,
+          payload(e), sameKey, payloadSize(e), cmd.route(), row.dedupKey(),
           row.owner(), row.attempts(), force);
       if (n < 1) {
         return new ClaimOutcome.Retry("takeover lost: the claim changed meanwhile");
