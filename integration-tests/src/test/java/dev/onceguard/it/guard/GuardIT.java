@@ -346,6 +346,99 @@ class GuardIT {
     assertThat(replay.getReason()).isEqualTo(Reason.LEDGER_HIT);
   }
 
+  /** The fields a verdict names as differing from the applied fact. */
+  static List<String> differing(Verdict v) {
+    return v.getDifferingFieldsList().stream().map(d -> d.getPointer() + " " + d.getChange() + " " + d.getValue()).toList();
+  }
+
+  /**
+   * Every path that can answer "duplicate" compares the fingerprint first: a changed payload under
+   * a key that was applied (or is held) is escalated, never ignored, on each of them, and names the
+   * field that differs, while the unchanged copy on the same path is the duplicate.
+   */
+  @Test
+  void changedPayload_isNeverADuplicate_onL1_ledger_takeover_groupCommit_orGuardApi() throws Exception {
+    // L1: the key is in Redis (the unchanged copy is a CACHE_HIT), the changed payload misses it
+    Guard cached = fx.guard(uniq("fp-l1"));
+    String line = uniq("fp-line");
+    assertThat(apply(cached, "lines-short", order(line, "ship", "W1", "m1")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    assertThat(apply(cached, "lines-short", order(line, "ship", "W1", "m1-again")).getReason()).isEqualTo(Reason.CACHE_HIT);
+    Verdict l1 = apply(cached, "lines-short", order(line, "ship", "W2", "m2"));
+    assertThat(l1.getReason()).as(l1.getDetail()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(differing(l1)).containsExactly("/warehouse_id CHANGED \"W2\"");
+    assertThat(l1.getApplied().getBusinessKey()).isEqualTo(fx.event("lines-short", order(line, "ship")).businessKey());
+    assertThat(l1.getDetail()).contains("differing fields: /warehouse_id");
+
+    // ledger: no L1 in front; the unchanged copy is a LEDGER_HIT, the changed one a collision
+    Guard ledgerOnly = guardOwning(new MysqlGuardStore(fx.db, "og_", 1), uniq("fp-ledger"));
+    assertThat(apply(ledgerOnly, "lines-short", order(line, "ship", "W1", "m1-third")).getReason()).isEqualTo(Reason.LEDGER_HIT);
+    Verdict ledger = apply(ledgerOnly, "lines-short", order(line, "ship", "W1", "m3").replace("\"qty\":2", "\"qty\":5"));
+    assertThat(ledger.getReason()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(differing(ledger)).containsExactly("/qty CHANGED 5");
+
+    // takeover: a dead owner's claim whose lease ran out is taken over by an unchanged copy only
+    Guard dead = fx.guard(uniq("fp-dead"), null);
+    Guard heir = fx.guard(uniq("fp-heir"), null);
+    String id = orderIn(dead, "to_ship");
+    String ship = order(id, "ship", "W1", "m-ship");
+    assertThat(claim(dead, "orders-short", ship, src())).isInstanceOf(ClaimResult.Accepted.class);
+    sleep(1100);
+    Verdict takeover = ((ClaimResult.Rejected) claim(heir, "orders-short", ship.replace("\"qty\":2", "\"qty\":3"), src())).verdict();
+    assertThat(takeover.getReason()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(differing(takeover)).containsExactly("/qty CHANGED 3");
+    assertThat(((ClaimResult.Accepted) claim(heir, "orders-short", ship, src())).claim().redelivery()).isTrue();
+
+    // group commit: a replay and a changed copy of an applied record, in one group behind a blocked claim
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("fp-grp"));
+    Guard setup = fx.guard(uniq("fp-grp-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String paid = orderIn(setup, "paid");
+    RowLock lock = RowLock.hold(blocker);
+    var first = claimOrder(g, order(blocker, "pay"));
+    var replay = claimOrder(g, order(paid, "pay"));
+    var changed = claimOrder(g, order(paid, "pay").replace("\"qty\":2", "\"qty\":4"));
+    Thread.sleep(100);
+    lock.release();
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    assertThat(((ClaimResult.Rejected) replay.get(10, TimeUnit.SECONDS)).verdict().getReason()).isEqualTo(Reason.LEDGER_HIT);
+    Verdict group = ((ClaimResult.Rejected) changed.get(10, TimeUnit.SECONDS)).verdict();
+    assertThat(group.getReason()).isEqualTo(Reason.KEY_COLLISION);
+    assertThat(differing(group)).containsExactly("/qty CHANGED 4");
+    assertThat(grouped.groupCounts()[1]).as("the replay and the changed copy were claimed in one group").isEqualTo(3);
+
+    // Guard API: the same guard behind the gRPC service, L1 in front
+    try (dev.onceguard.proxy.time.ExecutorScheduler timer = new dev.onceguard.proxy.time.ExecutorScheduler("fp-api")) {
+      dev.onceguard.proxy.api.GuardService api = new dev.onceguard.proxy.api.GuardService(fx.config, cached, timer);
+      dev.onceguard.v1.SubmitResponse apiChanged = submit(api, "lines-short", order(line, "ship", "W3", "m4"));
+      assertThat(apiChanged.getOutcome()).isEqualTo(dev.onceguard.v1.SubmitResponse.Outcome.CONFLICT);
+      assertThat(differing(apiChanged.getVerdict())).containsExactly("/warehouse_id CHANGED \"W3\"");
+      assertThat(submit(api, "lines-short", order(line, "ship", "W1", "m5")).getOutcome())
+          .isEqualTo(dev.onceguard.v1.SubmitResponse.Outcome.DUPLICATE);
+    }
+  }
+
+  /** One Submit through the service, answered in-process. */
+  static dev.onceguard.v1.SubmitResponse submit(dev.onceguard.proxy.api.GuardService api, String route, String json) throws Exception {
+    java.util.concurrent.CompletableFuture<dev.onceguard.v1.SubmitResponse> answer = new java.util.concurrent.CompletableFuture<>();
+    api.submit(dev.onceguard.v1.SubmitRequest.newBuilder().setRoute(route)
+        .setValue(com.google.protobuf.ByteString.copyFromUtf8(json)).build(), new io.grpc.stub.StreamObserver<>() {
+          @Override
+          public void onNext(dev.onceguard.v1.SubmitResponse r) {
+            answer.complete(r);
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            answer.completeExceptionally(t);
+          }
+
+          @Override
+          public void onCompleted() {}
+        });
+    return answer.get(10, TimeUnit.SECONDS);
+  }
+
   @Test
   void fullKey_crossWarehousePair_bothAccepted() {
     Guard g = fx.guard(uniq("g"));
