@@ -103,6 +103,19 @@ class GuardIT {
           business-key: [/order_id, /sku_id, /batch_no]
           fingerprint-exclude: [/message_id]
           target: 127.0.0.1:1
+        - name: lines-kept
+          topics: [lines-k]
+          business-key: [/order_id, /sku_id, /batch_no]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+          store-payload: full
+          store-payload-max-bytes: 200
+        - name: lines-bare
+          topics: [lines-b]
+          business-key: [/order_id, /sku_id, /batch_no]
+          fingerprint-exclude: [/message_id]
+          target: 127.0.0.1:1
+          store-payload: none
       """;
 
   static GuardFixture fx;
@@ -283,6 +296,7 @@ class GuardIT {
     assertThat(v.getApplied().getRoute()).isEqualTo("orders");
     assertThat(v.getApplied().getSourceTopic()).isEqualTo("orders");
     assertThat(v.getApplied().getDedupKey()).isEqualTo(fx.event("orders", order(id, "ship")).dedupKey());
+    assertThat(differing(v)).as("the applied row's digests name what differs").containsExactly("/warehouse_id CHANGED \"W2\"");
     assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND event = 'ship'", id)).isEqualTo(1);
     // a re-send of "prepare" with a new batch number changes the content too: same answer
     Verdict batch = apply(g, "orders", order(id, "prepare").replace("\"batch_no\":7", "\"batch_no\":8"));
@@ -416,6 +430,48 @@ class GuardIT {
       assertThat(submit(api, "lines-short", order(line, "ship", "W1", "m5")).getOutcome())
           .isEqualTo(dev.onceguard.v1.SubmitResponse.Outcome.DUPLICATE);
     }
+  }
+
+  /**
+   * Explain shows what a row keeps of the applied record, as its route says: store-payload full
+   * keeps the value (up to its cap) and the digests, none keeps neither (and a conflict then names
+   * no fields); the source coordinates are always there.
+   */
+  @Test
+  void explain_returnsTheAppliedFactsSourceAndKeptContent_asTheRouteOptsIn() {
+    Guard g = fx.guard(uniq("kept"), null);
+    String line = order(uniq("kept"), "ship", "W1", "m1");
+    Source at = src();
+    ClaimResult.Accepted a = (ClaimResult.Accepted) claim(g, "lines-kept", line, at);
+    assertThat(g.confirm(fx.route("lines-kept"), a.claim()).toCompletableFuture().join()).isTrue();
+
+    dev.onceguard.v1.LedgerEntry kept = g.explain(fx.route("lines-kept"), a.claim().dedupKey(), null, 5).toCompletableFuture().join()
+        .getLedger(0);
+    assertThat(kept.getSourceTopic() + "/" + kept.getSourcePartition() + "@" + kept.getSourceOffset()).isEqualTo(at.toString());
+    assertThat(kept.getPayload().toStringUtf8()).isEqualTo(line);
+    assertThat(kept.getFieldDigestsList()).extracting(dev.onceguard.v1.FieldDigest::getPointer)
+        .containsExactly("/batch_no", "/event", "/order_id", "/qty", "/sku_id", "/warehouse_id");
+    Verdict collision = apply(g, "lines-kept", line.replace("\"W1\"", "\"W2\""));
+    assertThat(differing(collision)).containsExactly("/warehouse_id CHANGED \"W2\"");
+
+    String big = order(uniq("kept-big"), "ship").replace("\"qty\":2", "\"qty\":2,\"note\":\"" + "n".repeat(300) + "\"");
+    ClaimResult.Accepted b = (ClaimResult.Accepted) claim(g, "lines-kept", big, src());
+    dev.onceguard.v1.LedgerEntry cut = g.explain(fx.route("lines-kept"), b.claim().dedupKey(), null, 5).toCompletableFuture().join()
+        .getLedger(0);
+    assertThat(cut.hasPayload()).isFalse();
+    assertThat(cut.getPayloadOmittedBytes()).isEqualTo(big.length());
+    assertThat(cut.getFieldDigestsCount()).isEqualTo(7);
+
+    String bareLine = order(uniq("bare"), "ship", "W1", "m1");
+    assertThat(apply(g, "lines-bare", bareLine).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    Verdict bare = apply(g, "lines-bare", bareLine.replace("\"W1\"", "\"W2\""));
+    assertThat(bare.getReason()).as("the fingerprint still decides").isEqualTo(Reason.KEY_COLLISION);
+    assertThat(bare.getDifferingFieldsList()).as("no digests kept: no fields named").isEmpty();
+    dev.onceguard.v1.LedgerEntry none = g.explain(fx.route("lines-bare"), bare.getDedupKey(), null, 5).toCompletableFuture().join()
+        .getLedger(0);
+    assertThat(none.getFieldDigestsCount()).isZero();
+    assertThat(none.hasPayload()).isFalse();
+    assertThat(none.getPayloadOmittedBytes()).isZero();
   }
 
   /** One Submit through the service, answered in-process. */

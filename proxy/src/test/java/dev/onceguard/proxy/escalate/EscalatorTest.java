@@ -107,6 +107,39 @@ class EscalatorTest {
   }
 
   @Test
+  void escalate_keyCollision_carriesTheDifferingFieldsAsJson_andTheAppliedFact() throws Exception {
+    LimitedProducer p = new LimitedProducer(100_000, EscalatorTest::clientTooLarge);
+    escalator = new Escalator(p);
+    Verdict collision = MALFORMED.toBuilder().setReason(Reason.KEY_COLLISION).setLayer(Layer.LEDGER)
+        .setApplied(dev.onceguard.v1.AppliedFact.newBuilder().setRoute("lines").setDedupKey("ab").setBusinessKey("order_id=o-1")
+            .setSourceTopic("lines").setSourcePartition(2).setSourceOffset(41))
+        .addDifferingFields(dev.onceguard.v1.FieldDifference.newBuilder().setPointer("/note")
+            .setChange(dev.onceguard.v1.FieldDifference.Change.REMOVED))
+        .addDifferingFields(dev.onceguard.v1.FieldDifference.newBuilder().setPointer("/warehouse_id")
+            .setChange(dev.onceguard.v1.FieldDifference.Change.CHANGED).setValue("\"W2\""))
+        .setDifferingFieldsTruncated(true).build();
+
+    await(escalator.escalate("lines.escalate", source(b("k"), b("{}")), collision, 5));
+
+    ProducerRecord<byte[], byte[]> r = p.history().get(0);
+    assertThat(header(r, Headers.DIFFERING_FIELDS)).isEqualTo("{\"/note\":null,\"/warehouse_id\":\"\\\"W2\\\"\"}");
+    assertThat(header(r, Headers.DIFFERING_FIELDS_TRUNCATED)).isEqualTo("true");
+    assertThat(header(r, Headers.APPLIED_OFFSET)).isEqualTo("41");
+    assertThat(header(r, Headers.APPLIED_BUSINESS_KEY)).isEqualTo("order_id=o-1");
+  }
+
+  @Test
+  void escalate_withoutDifferences_hasNoDifferingFieldsHeader() throws Exception {
+    LimitedProducer p = new LimitedProducer(100_000, EscalatorTest::clientTooLarge);
+    escalator = new Escalator(p);
+
+    await(escalator.escalate("orders.escalate", source(b("k"), b("{")), MALFORMED, 5));
+
+    assertThat(header(p.history().get(0), Headers.DIFFERING_FIELDS)).isNull();
+    assertThat(header(p.history().get(0), Headers.DIFFERING_FIELDS_TRUNCATED)).isNull();
+  }
+
+  @Test
   void escalate_fits_isTheWholeCopyWithoutAnOmittedHeader() throws Exception {
     LimitedProducer p = new LimitedProducer(100_000, EscalatorTest::clientTooLarge);
     escalator = new Escalator(p);
