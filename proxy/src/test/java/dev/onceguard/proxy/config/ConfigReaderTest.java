@@ -184,6 +184,27 @@ class ConfigReaderTest {
   }
 
   @Test
+  void ledgerContent_defaultsToDigestsAnd64KiBResponses_andIsSetPerRoute() {
+    assertThat(parse(REFERENCE).routes().get(0).ledgerContent()).isEqualTo(RouteConfig.LedgerContent.DEFAULT);
+    assertThat(RouteConfig.LedgerContent.DEFAULT.storePayload()).isEqualTo(RouteConfig.StorePayload.DIGEST);
+    assertThat(RouteConfig.LedgerContent.DEFAULT.responseMaxBytes()).isEqualTo(65_536);
+    RouteConfig r = parse(variant("    target: 127.0.0.1:7000\n",
+        "    target: 127.0.0.1:7000\n    response-max-bytes: 1024\n    store-payload: full\n    store-payload-max-bytes: 4096\n"))
+        .routes().get(0);
+    assertThat(r.ledgerContent()).isEqualTo(new RouteConfig.LedgerContent(1024, RouteConfig.StorePayload.FULL, 4096));
+  }
+
+  @Test
+  void ledgerContent_badValues_errorNamesPath() {
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    store-payload: all\n"))
+        .hasMessage("routes[0].store-payload: 'all' is not one of none, digest, full");
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    response-max-bytes: -1\n"))
+        .hasMessageStartingWith("routes[0].response-max-bytes:");
+    assertRejected(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    store-payload-max-bytes: 0\n"))
+        .hasMessageStartingWith("routes[0].store-payload-max-bytes:");
+  }
+
+  @Test
   void reorderWindow_defaultsToFour_orThePerPartitionBoundIfSmaller() {
     assertThat(parse(REFERENCE).routes().get(0).reorderWindow()).isEqualTo(ConfigReader.DEFAULT_REORDER_WINDOW);
     RouteConfig small = parse(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    max-in-flight-per-partition: 2\n"))
