@@ -53,21 +53,10 @@ class StoredResponseIT {
   }
 
   @AfterAll
-  static void stop() {
-    try {
-      if (guard != null) {
-        guard.close();
-      }
-    } finally {
-      try {
-        if (sidecar != null) {
-          sidecar.close();
-        }
-      } finally {
-        if (kafka != null) {
-          kafka.close();
-        }
-      }
+  static void stop() throws Exception {
+    // closed in reverse order, client first; a resource that never started is null and skipped
+    try (KafkaSupport k = kafka; ClientSidecar s = sidecar; GuardClient g = guard) {
+      // nothing else to do
     }
   }
 
