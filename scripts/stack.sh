@@ -150,7 +150,9 @@ STACK_ACCOUNT=onceguard_stack
 STACK_ACCOUNT_PASSWORD_FILE=/var/lib/onceguard-stack/mysql-password
 
 mysql_stack_account() {
-  [[ $(id -u) -eq 0 ]] && mysql -uroot -e 'SELECT 1' >/dev/null 2>&1 ||
+  # The unix socket reaches the machine's default server: only use it for that server.
+  [[ $(id -u) -eq 0 && $MYSQL_PORT == 3306 && $MYSQL_HOST =~ ^(127\.0\.0\.1|localhost)$ ]] &&
+    mysql -uroot -e 'SELECT 1' >/dev/null 2>&1 ||
     die "MariaDB at $MYSQL_HOST:$MYSQL_PORT refuses root over TCP without a password, and its unix socket is not open to this user. stack.sh never changes existing accounts: set ONCEGUARD_MYSQL_USER and ONCEGUARD_MYSQL_PASSWORD to an account allowed to create databases and users (GRANT ALL ON *.* TO ... WITH GRANT OPTION), then run this again"
   local pw
   if [[ -s $STACK_ACCOUNT_PASSWORD_FILE ]]; then
