@@ -180,7 +180,7 @@ public record SidecarConfig(
   public record ApiSecurity(TlsConfig tls, java.nio.file.Path tokenFile, List<String> allowedClients, Duration reloadInterval) {
     /** Plaintext, no authentication: the default. */
     public static ApiSecurity none() {
-      return new ApiSecurity(null, null, List.of(), ConfigReader.DEFAULT_RELOAD_INTERVAL);
+      return new ApiSecurity(null, null, List.of(), SidecarSettings.RELOAD_INTERVAL.defaultValue());
     }
 
     /** True when Guard and Deliveries calls must authenticate (a token, or an allowed client name). */
