@@ -21,10 +21,10 @@ public final class MachineSettings {
   static final String MACHINES = "machines";
 
   static final Section MACHINE = Section.of("machines.<name>",
-      "A state machine (L3), by name (" + NAME.pattern() + "). Optional: a route without a machine uses L1 and L2 only. "
+      "A state machine (L3), by name (`" + NAME.pattern() + "`). Optional: a route without a machine uses L1 and L2 only. "
           + "Every state must be reachable from a creating event; cycles are allowed and reported at start.");
   public static final Setting<List<String>> STATES = MACHINE.add(Setting.required("states", SettingType.STRINGS, "",
-      "the states, each a name matching " + NAME.pattern()));
+      "the states, each a name matching `" + NAME.pattern() + "`"));
   public static final Setting<List<String>> TERMINAL = MACHINE.add(Setting.of("terminal", SettingType.STRINGS, List.of(),
       "states no event may leave").shownAs("none"));
   public static final Setting<Object> EVENTS = MACHINE.add(Setting.required("events", SettingType.MAPPING, "",

@@ -19,10 +19,9 @@ public final class RouteSettings {
 
   static final Section ROUTE = Section.of("routes[]",
       "The routes, at least one: each a consumer group over some topics, the fields that identify a record, the business it "
-          + "goes to and the guard's timings. A field source is `/json/pointer` (into the value), `header:NAME`, `key`, "
-          + "`key:/pointer` or `const:VALUE`; in a list, also `{name: N, from: SOURCE}`.");
+          + "goes to and the guard's timings.");
   public static final Setting<String> NAME = ROUTE.add(Setting.required("name", SettingType.text("name"), "",
-      "the route's name, matching " + MachineSettings.NAME.pattern() + "; unique"));
+      "the route's name, matching `" + MachineSettings.NAME.pattern() + "`; unique"));
   public static final Setting<List<String>> TOPICS = ROUTE.add(Setting.required("topics", SettingType.STRINGS, "",
       "the source topics"));
   public static final Setting<String> GROUP = ROUTE.add(Setting.of("group", SettingType.text("consumer group"), null,
@@ -88,8 +87,9 @@ public final class RouteSettings {
   public static final Setting<Integer> MAX_ATTEMPTS = RETRY.add(Setting.of("max-attempts", SettingType.whole(1, 1_000_000), 20,
       "`RETRY` answers or deadlines after which the record is rejected (`BUSINESS_REJECTED`)"));
 
-  static final Section FIELD = Section.of("routes[].business-key[] as a mapping",
-      "A field source of a list (`entity-id`, `business-key`, `fingerprint`) written as a mapping, to name the field.");
+  static final Section FIELD = Section.of("routes[].business-key[]",
+      "An item of a list of field sources (`entity-id`, `business-key`, `fingerprint`) is a field source, or a mapping "
+          + "that also names the field: `{name: wh, from: /warehouse/id}`.");
   public static final Setting<String> FIELD_NAME = FIELD.add(Setting.required("name", SettingType.text("name"), "",
       "the field's name in the canonical key and in logs"));
   public static final Setting<String> FIELD_FROM = FIELD.add(Setting.required("from", SettingType.text("field source"), "",

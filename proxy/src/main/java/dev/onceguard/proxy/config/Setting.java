@@ -19,7 +19,8 @@ public record Setting<T>(String key, SettingType<T> type, T defaultValue, String
 
   /** An optional setting whose default is {@code defaultValue} ({@code null}: none). */
   public static <T> Setting<T> of(String key, SettingType<T> type, T defaultValue, String doc) {
-    String shown = defaultValue == null ? "none" : "`" + type.show(defaultValue) + "`";
+    String written = defaultValue == null ? null : type.show(defaultValue);
+    String shown = written == null ? "none" : written.isEmpty() ? "empty" : "`" + written + "`";
     return new Setting<>(key, type, defaultValue, shown, false, doc);
   }
 
