@@ -33,7 +33,7 @@ public final class ConfigReader {
   public static final List<Section> SECTIONS = List.of(
       SidecarSettings.SECTION, TlsSettings.SERVER, SidecarSettings.AUTH, TracingSettings.SECTION, KafkaSettings.SECTION,
       MysqlSettings.SECTION, RedisSettings.SECTION, MachineSettings.MACHINE, MachineSettings.EVENT, RouteSettings.ROUTE,
-      RouteSettings.FIELD, RouteSettings.RETRY, TlsSettings.TARGET);
+      FieldSourceSettings.ITEM, RouteSettings.RETRY, TlsSettings.TARGET);
 
   private final Map<String, String> env;
 

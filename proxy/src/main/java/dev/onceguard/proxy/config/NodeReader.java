@@ -145,7 +145,8 @@ final class NodeReader {
     }
   }
 
-  private NodeReader child(JsonNode v, String childPath) {
+  /** A mapping inside this one (an item of a list), read on its own. */
+  NodeReader child(JsonNode v, String childPath) {
     return new NodeReader(v, childPath, source, problems, false);
   }
 
@@ -204,12 +205,13 @@ final class NodeReader {
     return out;
   }
 
-  private String expand(String s, String key) {
+  /** {@code s} with its references expanded, problems reported against {@code key}; {@code null} on a problem. */
+  String expand(String s, String key) {
     return source.expand(s, path(key), keepFileRefs);
   }
 
   /** The value as written (references expanded), or {@code def} when absent; {@code null} when it has a problem (reported). */
-  private String text(String key, String def) {
+  String text(String key, String def) {
     JsonNode v = raw(key);
     if (v == null) {
       return def;
@@ -329,117 +331,6 @@ final class NodeReader {
       }
     }
     if (setting.required() && v.isEmpty()) {
-      fail(key, "must not be empty");
-    }
-    return out;
-  }
-
-  /** {@code null} when absent or with a problem (reported). */
-  FieldSource fieldSource(Setting<FieldSource> setting, boolean required) {
-    return fieldSource(setting.key(), required);
-  }
-
-  private FieldSource fieldSource(String key, boolean required) {
-    JsonNode v = raw(key);
-    String s = text(key, null);
-    if (v == null) {
-      if (required) {
-        missing(key, "required with a machine: where to find it ('/json/pointer', 'header:NAME', 'key' or 'const:VALUE')");
-      }
-      return null;
-    }
-    return s == null ? null : problems.attempt(() -> FieldSource.parse(s, key, path(key)));
-  }
-
-  /**
-   * One field source, or a list of them as in {@link #fieldSources} (a composite id such as
-   * a fulfilment line); empty when absent and not required.
-   */
-  List<FieldSource> entityId(Setting<List<FieldSource>> setting, boolean required) {
-    String key = setting.key();
-    JsonNode v = raw(key);
-    List<FieldSource> out;
-    if (v == null || v.isValueNode()) {
-      FieldSource single = fieldSource(key, required);
-      out = single == null ? List.of() : List.of(single);
-    } else if (v.isArray() && v.isEmpty()) {
-      fail(key, "must not be empty: one field source, or a list of them");
-      out = List.of();
-    } else {
-      out = fieldSources(setting, required);
-    }
-    rejectEmptyConstants(setting, out);
-    return out;
-  }
-
-  /** An empty {@code const:} in a key makes every record MISSING_FIELD: a start-up error instead. */
-  void rejectEmptyConstants(Setting<?> setting, List<FieldSource> fields) {
-    String key = setting.key();
-    JsonNode v = raw(key);
-    for (FieldSource field : fields) {
-      if (field instanceof FieldSource.Constant c && c.value().isBlank()) {
-        String p = v != null && v.isArray() ? path(key) + "[" + indexOf(v, c) + "]" : path(key);
-        failAt(p, "an empty constant cannot identify anything (every record would be MISSING_FIELD)");
-      }
-    }
-  }
-
-  /** The position in the YAML list of an item (problems may have left others out of the parsed list). */
-  private static int indexOf(JsonNode list, FieldSource.Constant c) {
-    for (int i = 0; i < list.size(); i++) {
-      JsonNode item = list.get(i);
-      String spec = item.isTextual() ? item.asText() : item.path("from").asText();
-      if (spec.equals(c.spec())) {
-        return i;
-      }
-    }
-    return 0;
-  }
-
-  /** Items are a spec string, or {@code {name: N, from: SPEC}}; items with a problem are left out (reported). */
-  List<FieldSource> fieldSources(Setting<List<FieldSource>> setting, boolean required) {
-    String key = setting.key();
-    JsonNode v = raw(key);
-    if (v == null) {
-      if (required) {
-        missing(key, "required: the business fields that identify one fact, e.g. [/order_id, /sku_id, /warehouse_id]");
-      }
-      return List.of();
-    }
-    if (!v.isArray()) {
-      fail(key, "must be a list");
-      return List.of();
-    }
-    List<FieldSource> out = new ArrayList<>();
-    Set<String> names = new HashSet<>();
-    for (int i = 0; i < v.size(); i++) {
-      String p = path(key) + "[" + i + "]";
-      JsonNode item = v.get(i);
-      FieldSource fs = null;
-      if (item.isTextual()) {
-        String spec = expand(item.asText(), key + "[" + i + "]");
-        fs = spec == null ? null : problems.attempt(() -> FieldSource.parse(spec, null, p));
-      } else if (item.isObject()) {
-        NodeReader in = child(item, p);
-        String nm = in.get(RouteSettings.FIELD_NAME);
-        String from = in.get(RouteSettings.FIELD_FROM);
-        if (nm != null && from != null) {
-          fs = problems.attempt(() -> FieldSource.parse(from, nm, p));
-        }
-        in.done();
-      } else {
-        failAt(p, "must be a field source string or {name, from}");
-      }
-      if (fs == null) {
-        continue;
-      }
-      if (!names.add(fs.name())) {
-        failAt(p, "duplicate field name '" + fs.name() + "' (give it a distinct 'name')");
-        continue;
-      }
-      out.add(fs);
-    }
-    if (required && v.isEmpty()) {
       fail(key, "must not be empty");
     }
     return out;

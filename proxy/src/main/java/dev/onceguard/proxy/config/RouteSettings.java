@@ -87,14 +87,6 @@ public final class RouteSettings {
   public static final Setting<Integer> MAX_ATTEMPTS = RETRY.add(Setting.of("max-attempts", SettingType.whole(1, 1_000_000), 20,
       "`RETRY` answers or deadlines after which the record is rejected (`BUSINESS_REJECTED`)"));
 
-  static final Section FIELD = Section.of("routes[].business-key[]",
-      "An item of a list of field sources (`entity-id`, `business-key`, `fingerprint`) is a field source, or a mapping "
-          + "that also names the field: `{name: wh, from: /warehouse/id}`.");
-  public static final Setting<String> FIELD_NAME = FIELD.add(Setting.required("name", SettingType.text("name"), "",
-      "the field's name in the canonical key and in logs"));
-  public static final Setting<String> FIELD_FROM = FIELD.add(Setting.required("from", SettingType.text("field source"), "",
-      "where the field is"));
-
   /**
    * @param machines the sound machines by name
    * @param declaredMachines every machine named in the file, also those whose own problems kept
@@ -152,17 +144,17 @@ public final class RouteSettings {
         n.fail(MACHINE, "unknown machine '" + machine + "' (configured: " + declaredMachines + ")");
       }
     }
-    List<FieldSource> entity = n.entityId(ENTITY_ID, machine != null);
-    FieldSource event = n.fieldSource(EVENT, machine != null);
+    List<FieldSource> entity = FieldSourceSettings.entityId(n, ENTITY_ID, machine != null);
+    FieldSource event = FieldSourceSettings.fieldSource(n, EVENT, machine != null);
     if (machine == null && (!entity.isEmpty() || event != null)) {
       n.fail(!entity.isEmpty() ? ENTITY_ID : EVENT, "only meaningful with a 'machine'");
     }
     if (mc != null && event instanceof FieldSource.Constant c && !mc.events().containsKey(c.value())) {
       n.fail(EVENT, "constant event '" + c.value() + "' is not an event of machine '" + machine + "' (events: " + mc.events().keySet() + ")");
     }
-    List<FieldSource> key = n.fieldSources(BUSINESS_KEY, true);
-    n.rejectEmptyConstants(BUSINESS_KEY, key);
-    List<FieldSource> fp = n.fieldSources(FINGERPRINT, false);
+    List<FieldSource> key = FieldSourceSettings.fieldSources(n, BUSINESS_KEY, true);
+    FieldSourceSettings.rejectEmptyConstants(n, BUSINESS_KEY, key);
+    List<FieldSource> fp = FieldSourceSettings.fieldSources(n, FINGERPRINT, false);
     List<String> fpExclude = n.stringList(FINGERPRINT_EXCLUDE);
     for (int i = 0; i < fpExclude.size(); i++) {
       String p = n.path("fingerprint-exclude[" + i + "]");

@@ -78,7 +78,7 @@ class ConfigReaderSecurityTest {
   void defaults_arePlaintextLoopbackWithoutAuth() {
     SidecarConfig c = parse(yaml("", "target: 127.0.0.1:7000"));
     assertThat(c.grpcListen()).isEqualTo("127.0.0.1:7700");
-    assertThat(c.security()).isEqualTo(ApiSecurity.none());
+    assertThat(c.security()).isEqualTo(new ApiSecurity(null, null, java.util.List.of(), SidecarSettings.RELOAD_INTERVAL.defaultValue()));
     assertThat(c.security().authenticates()).isFalse();
     assertThat(c.routes().get(0).delivery().tls()).isNull();
   }
