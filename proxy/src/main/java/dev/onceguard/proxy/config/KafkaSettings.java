@@ -22,7 +22,7 @@ public final class KafkaSettings {
   static final Section SECTION = Section.of("kafka", "The cluster the routes consume from and escalate to. Required.");
   public static final Setting<String> BOOTSTRAP_SERVERS = SECTION.add(Setting.required("bootstrap-servers",
       SettingType.text("`host:port` list"), "", "the brokers to start from, comma-separated, e.g. `kafka-1:9092,kafka-2:9092`"));
-  public static final Setting<Object> PROPERTIES = SECTION.add(Setting.of("properties", SettingType.structure("mapping of strings"),
+  public static final Setting<Object> PROPERTIES = SECTION.add(Setting.of("properties", SettingType.checkedBySection("mapping of strings"),
       null, "extra client properties (security, SASL, …): each a property of the Kafka consumer, producer or admin client "
           + "with a value those clients accept; OnceGuard keeps manual commits and cooperative-sticky assignment").shownAs("`{}`"));
   public static final Setting<Boolean> CREATE_TOPICS = SECTION.add(Setting.of("create-topics", SettingType.BOOLEAN, false,

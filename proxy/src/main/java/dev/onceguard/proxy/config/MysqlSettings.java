@@ -26,7 +26,7 @@ public final class MysqlSettings {
       + "ALTER are needed only with `migrate-on-start`"));
   public static final Setting<String> PASSWORD = SECTION.add(Setting.of("password", SettingType.STRING, "",
       "the user's password; write `${NAME}` or `${file:/path}` to keep it out of the file"));
-  public static final Setting<String> TABLE_PREFIX = SECTION.add(Setting.of("table-prefix", SettingType.TABLE_PREFIX_TYPE, "og_",
+  public static final Setting<String> TABLE_PREFIX = SECTION.add(Setting.of("table-prefix", SettingType.TABLE_PREFIX, "og_",
       "prefix of the tables (`og_entity`, `og_ledger`, `og_decision`, `og_owner`, `og_ledger_id`, `og_schema_version`)"));
   public static final Setting<Integer> POOL_SIZE = SECTION.add(Setting.of("pool-size", SettingType.whole(1, 256), 8,
       "connections, each owned by one worker thread (plus one for the heartbeat); it also sizes the Guard API's admission "

@@ -15,7 +15,8 @@ import java.util.Set;
  * {@link Setting declarations} and remembers which keys were read, so that {@link #done} reports
  * the others as unknown, with the known key they are closest to. A setting with a problem records
  * it in the shared {@link Problems} and reads as its default (or {@code null} / empty), so that the
- * rest of the file is still checked. One per mapping and read; not thread-safe.
+ * rest of the file is still checked. Settings of field sources are read by
+ * {@link FieldSourceSettings}. One per mapping and read; not thread-safe.
  */
 final class NodeReader {
   private final JsonNode node;

@@ -30,7 +30,7 @@ public final class SettingType<T> {
   }
 
   private static final Pattern IDENT = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,31}");
-  private static final Pattern TABLE_PREFIX = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,15}");
+  private static final Pattern TABLE_PREFIX_PATTERN = Pattern.compile("[A-Za-z][A-Za-z0-9_]{0,15}");
   private static final Pattern TOPIC_NAME = Pattern.compile("[A-Za-z0-9._-]{1,249}");
   private static final Pattern HOST_PORT = Pattern.compile("([^:\\s]+):(\\d{1,5})");
   private static final Pattern DURATION_TEXT = Pattern.compile("(\\d+)(ms|s|m|h|d)");
@@ -40,8 +40,8 @@ public final class SettingType<T> {
   public static final SettingType<Duration> DURATION = new SettingType<>("duration", SettingType::parseDuration, SettingType::showDuration);
   public static final SettingType<String> IDENTIFIER = pattern("identifier", IDENT,
       s -> "'" + s + "' is not a plain identifier (" + IDENT.pattern() + ")");
-  public static final SettingType<String> TABLE_PREFIX_TYPE = new SettingType<>("letters, digits, `_`; at most 16", s -> {
-    if (!s.isEmpty() && !TABLE_PREFIX.matcher(s).matches()) {
+  public static final SettingType<String> TABLE_PREFIX = new SettingType<>("letters, digits, `_`; at most 16", s -> {
+    if (!s.isEmpty() && !TABLE_PREFIX_PATTERN.matcher(s).matches()) {
       throw new Invalid("'" + s + "' is not a valid table prefix (letters, digits, '_', at most 16)");
     }
     return s;
@@ -50,13 +50,12 @@ public final class SettingType<T> {
   public static final SettingType<Double> RATIO = new SettingType<>("number, 0 to 1", SettingType::parseRatio, d -> d == Math.rint(d) ? String.valueOf(d.intValue()) : String.valueOf(d));
   /** A PEM file of one or more CA certificates, checked when read. */
   public static final SettingType<Path> CA_FILE = new SettingType<>("path of a PEM CA file", SettingType::caFile, Path::toString);
-  /** A file path, checked by the section that reads it (a key against its certificate). */
-  public static final SettingType<String> PEM_CERTIFICATES = structure("path of a PEM certificate file");
-  public static final SettingType<String> PEM_KEY = structure("path of a PEM PKCS#8 key file");
-  public static final SettingType<List<String>> STRINGS = structure("list of strings");
-  public static final SettingType<List<FieldSource>> FIELD_SOURCES = structure("list of field sources");
-  public static final SettingType<FieldSource> FIELD_SOURCE = structure("field source");
-  public static final SettingType<Object> MAPPING = structure("mapping");
+  public static final SettingType<String> PEM_CERTIFICATES = checkedBySection("path of a PEM certificate file");
+  public static final SettingType<String> PEM_KEY = checkedBySection("path of a PEM PKCS#8 key file");
+  public static final SettingType<List<String>> STRINGS = checkedBySection("list of strings");
+  public static final SettingType<List<FieldSource>> FIELD_SOURCES = checkedBySection("list of field sources");
+  public static final SettingType<FieldSource> FIELD_SOURCE = checkedBySection("field source");
+  public static final SettingType<Object> MAPPING = checkedBySection("mapping");
 
   private final String name;
   private final Function<String, T> parser;
@@ -68,8 +67,12 @@ public final class SettingType<T> {
     this.shower = shower;
   }
 
-  /** A type read by a method of {@link NodeReader}'s own (a list, a mapping) or checked by its section. */
-  static <T> SettingType<T> structure(String name) {
+  /**
+   * A type without a parser of its own: a structure (a list, a mapping) that {@link NodeReader}
+   * reads with a method of its own, or a value its section checks against other settings (a key
+   * against its certificate).
+   */
+  static <T> SettingType<T> checkedBySection(String name) {
     return new SettingType<>(name, null, String::valueOf);
   }
 
