@@ -680,6 +680,18 @@ class ConfigReaderTest {
   }
 
   @Test
+  void exampleQuickstartFile_isValidWithTheStacksDefaults() {
+    SidecarConfig c = new ConfigReader(Map.of()).read(java.nio.file.Path.of("..", "examples", "quickstart.yaml"));
+
+    assertThat(c.kafka().createTopics()).isTrue();
+    assertThat(c.routes()).singleElement().satisfies(r -> {
+      assertThat(r.outputs().escalationTopic()).isEqualTo("quickstart.orders.escalate");
+      assertThat(r.timings().earlyArrivalTimeout()).isEqualTo(Duration.ofSeconds(5));
+      assertThat(r.timings().lease()).isEqualTo(RouteSettings.LEASE.defaultValue());
+    });
+  }
+
+  @Test
   void routesOfOneMachine_differentNumberOfEntityIdFields_errorNamesPathAndOtherRoute() {
     assertRejected(REFERENCE + """
           - name: lines
