@@ -47,7 +47,8 @@ public final class SettingType<T> {
     return s;
   }, s -> s);
   public static final SettingType<String> TOPIC = pattern("Kafka topic name", TOPIC_NAME, s -> "'" + s + "' is not a valid Kafka topic name");
-  public static final SettingType<Double> RATIO = new SettingType<>("number, 0 to 1", SettingType::parseRatio, d -> d == Math.rint(d) ? String.valueOf(d.intValue()) : String.valueOf(d));
+  public static final SettingType<Double> RATIO = new SettingType<>("number, 0 to 1", SettingType::parseRatio,
+      d -> d == Math.rint(d) ? String.valueOf(d.intValue()) : String.valueOf(d));
   /** A PEM file of one or more CA certificates, checked when read. */
   public static final SettingType<Path> CA_FILE = new SettingType<>("path of a PEM CA file", SettingType::caFile, Path::toString);
   public static final SettingType<String> PEM_CERTIFICATES = checkedBySection("path of a PEM certificate file");

@@ -340,7 +340,8 @@ public final class Guard implements AutoCloseable {
   /** Extends the lease by the route's lease length (from the database's now). */
   public CompletionStage<Claim> renew(RouteConfig route, Claim claim) {
     long until = clock.nowMillis() + route.timings().lease().toMillis();
-    return retryingContention(() -> store.renew(claim, route.timings().lease().toMillis()), 1).thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
+    return retryingContention(() -> store.renew(claim, route.timings().lease().toMillis()), 1)
+        .thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
   }
 
   /**

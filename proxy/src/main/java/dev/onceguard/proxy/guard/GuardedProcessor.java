@@ -569,7 +569,8 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       state = State.ESCALATING;
       Span span = trace.step("onceguard.escalate");
-      escalator.escalate(route.outputs().escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
+      escalator.escalate(route.outputs().escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span))
+          .whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
         if (e != null) {
           storeTrouble("escalation to " + route.outputs().escalationTopic(), e, () -> escalate(v));
           return;

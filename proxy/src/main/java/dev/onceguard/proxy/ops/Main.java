@@ -451,7 +451,8 @@ public final class Main implements Runnable {
           .append(r.delivery().tls() == null ? "" : r.delivery().tls().certFile() == null ? " (TLS)" : " (mTLS)")
           .append(r.hasMachine() ? ", machine " + r.machine() : ", no machine")
           .append(", business-key ").append(r.extraction().businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
-          .append(", in flight ").append(r.intake().maxInFlightPerPartition()).append("/partition ").append(r.intake().maxInFlight()).append(" total\n");
+          .append(", in flight ").append(r.intake().maxInFlightPerPartition()).append("/partition ")
+          .append(r.intake().maxInFlight()).append(" total\n");
       for (String w : ConsumerProperties.of(c, r).ignored()) {
         sb.append("warning: ").append(w).append('\n');
       }

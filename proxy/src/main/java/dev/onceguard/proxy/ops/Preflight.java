@@ -291,7 +291,8 @@ final class Preflight {
           }
           existing.put(topic, partitions.orElse(-1));
           log.info("route {}: created {} topic '{}' with {} (kafka.create-topics)", rc.name(), kind, topic,
-              partitions.map(p -> p + " partition(s), as source topic '" + rc.intake().topics().get(0) + "'").orElse("the broker's default partitions"));
+              partitions.map(p -> p + " partition(s), as source topic '" + rc.intake().topics().get(0) + "'")
+                  .orElse("the broker's default partitions"));
         } else {
           missing.add("route " + rc.name() + ": " + kind + " topic '" + topic + "' does not exist");
         }

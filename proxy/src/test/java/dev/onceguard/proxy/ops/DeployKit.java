@@ -144,7 +144,8 @@ record DeployKit(String dockerfile, ObjectNode deployment, ObjectNode configMap,
     }
     for (RouteConfig rc : cfg.routes()) {
       if (rc.delivery().mode() == RouteConfig.Mode.PUSH && !LOOPBACK.contains(host(rc.delivery().target()))) {
-        out.add("configmap.yaml: route '" + rc.name() + "' targets " + rc.delivery().target() + ", not the business container on loopback in the same pod");
+        out.add("configmap.yaml: route '" + rc.name() + "' targets " + rc.delivery().target()
+            + ", not the business container on loopback in the same pod");
       }
     }
 
