@@ -211,7 +211,7 @@ public final class GuardService extends GuardGrpc.GuardImplBase {
       b.setOriginalAtMs(now - v.getOriginalAgeMs());
     }
     if (outcome == SubmitResponse.Outcome.IN_PROGRESS) {
-      b.setRetryAfterMs((int) Math.min(Integer.MAX_VALUE, Math.max(1, route.earlyArrivalRetry().toMillis())));
+      b.setRetryAfterMs((int) Math.min(Integer.MAX_VALUE, Math.max(1, route.timings().earlyArrivalRetry().toMillis())));
     }
     if (outcome != SubmitResponse.Outcome.DUPLICATE) {
       out.onNext(b.build());

@@ -257,7 +257,7 @@ final class AdminCommands {
         err.flush();
         return Main.EXIT_CONFIG;
       }
-      String topic = r.escalationTopic();
+      String topic = r.outputs().escalationTopic();
       try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(clientProps(cfg, true))) {
         List<PartitionInfo> infos = consumer.partitionsFor(topic, java.time.Duration.ofSeconds(15));
         if (infos == null || infos.isEmpty()) {
