@@ -29,6 +29,11 @@ class KeyAuditTest {
             ship:    { from: [to_ship], to: shipped }
             deliver: { from: [shipped], to: delivered }
             cancel:  { from: [to_ship], to: cancelled }
+        order:
+          states: [to_ship, shipped]
+          events:
+            prepare: { to: to_ship }
+            ship:    { from: [to_ship], to: shipped }
       routes:
         - name: shipments
           topics: [shipments]
@@ -46,7 +51,7 @@ class KeyAuditTest {
           target: 127.0.0.1:7000
         - name: lines-by-order
           topics: [lines-by-order]
-          machine: line
+          machine: order
           entity-id: /order_id
           event: /event
           business-key: [/order_id, /sku_id, /warehouse_id]
@@ -139,7 +144,7 @@ class KeyAuditTest {
 
   @Test
   void machineRoute_entityCoarserThanTheFacts_reportsConflictingFacts() {
-    KeyAudit a = new KeyAudit(CONFIG.routes().get(2), CONFIG.machines().get("line"), 10);
+    KeyAudit a = new KeyAudit(CONFIG.routes().get(2), CONFIG.machines().get("order"), 10);
     a.add(rec(1_000, ev("W1", "prepare", 1)));
     a.add(rec(2_000, ev("W2", "prepare", 1)));
 
