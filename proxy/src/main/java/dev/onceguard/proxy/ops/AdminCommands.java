@@ -199,7 +199,9 @@ final class AdminCommands {
 
   @Command(name = "redrive", mixinStandardHelpOptions = true,
       description = "Produce escalated records of a route to their original topic again (after a fix), without the onceguard-* headers;"
-          + " an escalation too large to hold the whole record is produced from its original, read back at its coordinates.")
+          + " an escalation too large to hold the whole record is produced from its original, read back at its coordinates. Each record"
+          + " is checked first against the ledger and its entity: one that could only come back as a duplicate is skipped (unless"
+          + " --force), one redriven --max-redrives times already is refused.")
   static final class Redrive extends Main.ConfigCommand {
     @Option(names = "--route", required = true, paramLabel = "NAME", description = "The route whose escalation topic to read.")
     String route;
@@ -339,7 +341,7 @@ final class AdminCommands {
               out.println(entry.json());
             } else {
               out.printf(Locale.ROOT, "%s %s/%d@%d -> %s (reason %s, consumed at %s/%s@%s) %s%n",
-                  entry.action() != RedrivePlan.Action.SEND ? "would not redrive" : dryRun ? "would redrive" : "redrive",
+                  entry.action() != RedrivePlan.Action.SEND ? (dryRun ? "would not redrive" : "not redriven") : dryRun ? "would redrive" : "redrive",
                   rec.topic(), rec.partition(), rec.offset(), again.topic(), header(rec, Headers.REASON), again.topic(),
                   header(rec, Headers.ORIGINAL_PARTITION), header(rec, Headers.ORIGINAL_OFFSET), entry.text());
             }

@@ -53,9 +53,9 @@ final class RedrivePlan {
         case SKIP_DUPLICATE -> "; skipped: it would only be a duplicate (--force sends it)";
         case REFUSED_MAX_REDRIVES -> "; refused: redriven " + redrives + " time(s) already";
       };
-      return String.format(Locale.ROOT, "[group %s, redriven %d time(s) before]%s%s", group, redrives,
-          expect == null ? "" : " expect " + expect + (redelivery ? " (flagged redelivery)" : "") + " (" + expectReason + "): " + detail,
-          why);
+      String outcome = expect == null ? "" : " expect " + expect + ("NONE".equals(expectReason) ? "" : "/" + expectReason)
+          + (redelivery ? " flagged redelivery" : "") + ": " + detail;
+      return String.format(Locale.ROOT, "[group %s, redriven %d time(s) before]%s%s", group, redrives, outcome, why);
     }
   }
 
