@@ -40,7 +40,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  *   <li><b>Memory</b>: the standalone sidecar jar's RSS, idle and under a guarded backlog.
  * </ol>
  *
- * Writes {@code bench/target/results.json} (with the seed microbenchmark's
+ * Writes {@code bench/target/results.json} (with the FOR UPDATE vs CAS microbenchmark's
  * {@code bench/target/seed.json} merged in when present) and regenerates {@code docs/benchmarks.md}
  * with its charts.
  */
@@ -285,7 +285,7 @@ public final class Bench {
   }
 
   /** Where and when the run happened, for the page. */
-  record RunInfo(String date, int cores, String loadAverage, String mariadbVersion, long mariadbPid) {
+  record RunInfo(String date, String commit, int cores, String loadAverage, String mariadbVersion, long mariadbPid) {
     static RunInfo capture(Options o, Env env, CpuMeter cpu) {
       String load;
       try {
@@ -302,7 +302,18 @@ public final class Bench {
         version = "?";
       }
       String date = ZonedDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm 'UTC'", Locale.ROOT));
-      return new RunInfo(date, Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
+      return new RunInfo(date, gitCommit(), Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
+    }
+
+    /** The checkout's commit, with {@code -dirty} when files differ from it; {@code unknown} outside git. */
+    private static String gitCommit() {
+      try {
+        Process p = new ProcessBuilder("git", "describe", "--always", "--dirty", "--abbrev=10").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        return p.waitFor() == 0 && !out.isEmpty() ? out : "unknown";
+      } catch (Exception e) {
+        return "unknown";
+      }
     }
   }
 

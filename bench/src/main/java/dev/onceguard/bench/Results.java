@@ -15,8 +15,8 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * The run's figures: per scenario the medians over its repeats, the seed microbenchmark's rows
- * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes the contract of issue 9:
+ * The run's figures: per scenario the medians over its repeats, the FOR UPDATE vs CAS microbenchmark's rows
+ * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
  * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}, plus
  * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}; values that were not

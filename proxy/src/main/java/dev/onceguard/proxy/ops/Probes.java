@@ -230,7 +230,8 @@ public final class Probes {
       } else if (created && !kind.equals(SOURCE)) {
         checks.add(new Check("topic", Status.SKIPPED, kind + " topic '" + topic + "' does not exist; run creates it (kafka.create-topics)"));
       } else {
-        checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist (the sidecar does not create topics)"));
+        checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist ("
+            + (kind.equals(SOURCE) ? "the sidecar never creates source topics" : "create it, or set kafka.create-topics: true") + ")"));
       }
     });
     return checks;
