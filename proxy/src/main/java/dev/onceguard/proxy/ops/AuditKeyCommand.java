@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
  * that has no group, so nothing is committed and no group is touched; never writes to MySQL.
  *
  * <p>Exit codes: 0 the key is sound on the records read; 2 it is not (collisions, missing key
- * fields or conflicting facts), or bad usage; 1 Kafka could not be read.
+ * fields or conflicting facts), or bad usage; 3 a topic does not exist; 1 Kafka could not be read.
  */
 @Command(name = "audit-key", mixinStandardHelpOptions = true,
     description = {"Prove a business key on a route's existing records before deploying it: collisions (same key, different content),"

@@ -280,12 +280,15 @@ final class KeyAudit {
   /** The findings so far. */
   Report report() {
     long stillEarly = 0;
+    List<Example> machineExamples = new ArrayList<>(tally.examples);
     if (machine != null) {
       for (Entity en : entities.values()) {
         for (Early x : en.early) {
           stillEarly++;
-          keep(tally.examples, new Example(x.at(), "OUT_OF_ORDER: '" + x.event().name() + "' waits for " + x.event().from()
-              + ", which never came"));
+          if (machineExamples.size() < examples) {
+            machineExamples.add(new Example(x.at(), "OUT_OF_ORDER: '" + x.event().name() + "' waits for " + x.event().from()
+                + ", which never came"));
+          }
         }
       }
     }
@@ -294,7 +297,7 @@ final class KeyAudit {
     Ages dist = a.length == 0 ? null : new Ages(TtlAdvice.pct(a, 50), TtlAdvice.pct(a, 90), TtlAdvice.pct(a, 99), a[a.length - 1]);
     MachineFindings m = machine == null ? null : new MachineFindings(machine.name(), entities.size(), tally.outOfOrder,
         tally.outOfOrderEntities.size(), tally.healed, tally.escalatedOutOfOrder + stillEarly, tally.alreadyApplied, tally.conflictingFacts,
-        Map.copyOf(new TreeMap<>(tally.refused)), List.copyOf(tally.examples));
+        new TreeMap<>(tally.refused), List.copyOf(machineExamples));
     return new Report(route.name(), route.businessKey().stream().map(FieldSource::spec).toList(), route.fingerprintExclude(), records,
         firsts.size(), new Collisions(collisions, collidingKeys.size(), new TreeMap<>(differing), List.copyOf(collisionExamples)),
         new Duplicates(duplicates, dist, List.copyOf(duplicateExamples)),
