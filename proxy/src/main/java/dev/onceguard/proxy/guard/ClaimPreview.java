@@ -94,7 +94,11 @@ public final class ClaimPreview {
     if (x instanceof Extraction.Failed f) {
       return new Preview(Outcome.INVALID, f.reason(), f.detail(), false);
     }
-    ExtractedEvent e = ((Extraction.Ok) x).event();
+    return preview(((Extraction.Ok) x).event(), topic, nowMillis);
+  }
+
+  /** The same for a record the route's extraction has read already as {@code e}. */
+  public Preview preview(ExtractedEvent e, String topic, long nowMillis) {
     EventConfig ev = machine == null ? null : machine.event(e.event());
     // a record produced again lands at a new offset: it is nobody's claimed source
     Source fresh = new Source(topic, Integer.MAX_VALUE, Long.MAX_VALUE);

@@ -4,12 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.onceguard.proxy.config.FieldSource;
 import dev.onceguard.proxy.config.MachineConfig;
-import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
-import dev.onceguard.proxy.guard.StateMachine;
+import dev.onceguard.proxy.guard.ClaimPreview;
+import dev.onceguard.proxy.store.EntityRow;
+import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.v1.Reason;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -36,15 +37,18 @@ import org.apache.kafka.common.header.Header;
  *
  * <p>Fed the records in topic order; pure (no I/O) and single-threaded. Memory grows with the
  * distinct keys (per key its fingerprint, first coordinates and a 64-bit digest per JSON leaf, so a
- * few hundred bytes for a small record) and with the entities (their state): a scan of millions of
- * records should be bounded with {@code --from} or {@code --last}.
+ * few hundred bytes for a small record) and, for a machine route, with the entities (their state and
+ * a row per applied fact, as the ledger would hold them): a scan of tens of millions of records
+ * should be bounded with {@code --from} or {@code --last}. The machine replay is judged by the
+ * guard's own policy through {@link ClaimPreview}, the class {@code redrive --dry-run} uses against
+ * the real store.
  */
 final class KeyAudit {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final RouteConfig route;
   private final Extractor extractor;
-  private final StateMachine machine;
+  private final MachineConfig machine;
   private final int examples;
 
   private long records;
@@ -61,7 +65,8 @@ final class KeyAudit {
   private final List<Example> missingExamples = new ArrayList<>();
   private final Map<String, Long> unreadable = new TreeMap<>();
   private final List<Example> unreadableExamples = new ArrayList<>();
-  private final Map<String, Entity> entities = new HashMap<>();
+  private final Replay replay = new Replay();
+  private final ClaimPreview guard;
   private final MachineTally tally = new MachineTally();
 
   /**
@@ -72,8 +77,9 @@ final class KeyAudit {
   KeyAudit(RouteConfig route, MachineConfig machine, int examples) {
     this.route = route;
     this.extractor = new Extractor(route, machine);
-    this.machine = machine == null ? null : new StateMachine(machine);
+    this.machine = machine;
     this.examples = examples;
+    this.guard = machine == null ? null : new ClaimPreview(route, machine, List.of(route.name()), replay);
   }
 
   /** Where a record is: {@code topic/partition@offset}. */
@@ -217,61 +223,95 @@ final class KeyAudit {
 
   /**
    * Replays a new fact (its key seen for the first time, so the ledger lets it through) against
-   * the entity's state as the earlier facts left it, like the CAS would: applied; an early arrival
-   * (waits for its predecessor, and is applied when it comes within {@code early-arrival-timeout}
-   * by the records' timestamps, else escalated {@code OUT_OF_ORDER}); already applied (a re-send
-   * under another key if an applied fact of the entity and event has its fingerprint, else
-   * {@code CONFLICTING_FACT}); or refused ({@code ILLEGAL_TRANSITION}).
+   * the entity's state as the earlier facts left it, judged by the guard's own policy
+   * ({@link ClaimPreview}): applied; an early arrival (waits for its predecessor, and is applied
+   * when it comes within {@code early-arrival-timeout} by the records' timestamps, else escalated
+   * {@code OUT_OF_ORDER}); already applied (a re-send under another key if an applied fact of the
+   * entity and event has its fingerprint, else {@code CONFLICTING_FACT}); or refused
+   * ({@code ILLEGAL_TRANSITION}).
    */
   private void onFact(ExtractedEvent e, ConsumerRecord<byte[], byte[]> r) {
-    EventConfig ev = machine.event(e.event());
-    Entity en = entities.computeIfAbsent(e.entityId(), k -> new Entity());
-    if (en.tryApply(ev, e.fingerprint())) {
-      heal(en, r.timestamp());
-      return;
-    }
-    switch (machine.classify(ev, en.state, false)) {
-      case EARLY_ARRIVAL -> {
+    EntityRow before = replay.entity(machine.name(), e.entityId());
+    ClaimPreview.Preview p = guard.preview(e, r.topic(), r.timestamp());
+    switch (p.outcome()) {
+      case APPLY -> {
+        replay.apply(e, r);
+        heal(e.entityId(), r.timestamp());
+      }
+      case WAIT -> {
         tally.outOfOrder++;
         tally.outOfOrderEntities.add(e.entityId());
-        en.early.add(new Early(ev, e.fingerprint(), at(r), r.timestamp()));
+        replay.early.computeIfAbsent(e.entityId(), k -> new ArrayList<>()).add(new Early(e, r));
       }
-      case ALREADY_APPLIED -> {
-        if (en.applied.getOrDefault(ev.name(), Set.of()).contains(e.fingerprint())) {
-          tally.alreadyApplied++;
-        } else {
-          tally.conflictingFacts++;
-          keep(tally.examples, new Example(at(r), "CONFLICTING_FACT: entity " + e.entityId() + " is in '" + en.state + "', '" + ev.name()
-              + "' was applied already by a record with other content (" + e.businessKey() + ")"));
-        }
+      case DUPLICATE -> tally.alreadyApplied++;
+      case CONFLICT -> {
+        tally.conflictingFacts++;
+        keep(tally.examples, new Example(at(r), p.reason() + ": entity " + e.entityId() + ": " + p.detail()));
       }
       default -> {
-        tally.refused.merge("'" + ev.name() + "' from '" + en.state + "'", 1L, Long::sum);
-        keep(tally.examples, new Example(at(r), "ILLEGAL_TRANSITION: entity " + e.entityId() + " is in '" + en.state + "', '"
-            + ev.name() + "' is allowed from " + ev.from()));
+        tally.refused.merge("'" + e.event() + "' from '" + (before == null ? "(no entity)" : before.state()) + "'", 1L, Long::sum);
+        keep(tally.examples, new Example(at(r), p.reason() + ": entity " + e.entityId() + ": " + p.detail()));
       }
     }
   }
 
   /** Applies the entity's waiting early arrivals that its new state lets through. */
-  private void heal(Entity en, long now) {
+  private void heal(String entityId, long now) {
+    List<Early> waiting = replay.early.getOrDefault(entityId, List.of());
     boolean progress = true;
-    while (progress && !en.early.isEmpty()) {
+    while (progress && !waiting.isEmpty()) {
       progress = false;
-      for (Iterator<Early> it = en.early.iterator(); it.hasNext(); ) {
+      for (Iterator<Early> it = waiting.iterator(); it.hasNext(); ) {
         Early x = it.next();
-        if (now - x.timestamp() > route.earlyArrivalTimeout().toMillis()) {
+        if (now - x.record().timestamp() > route.earlyArrivalTimeout().toMillis()) {
           it.remove();
           tally.escalatedOutOfOrder++;
-          keep(tally.examples, new Example(x.at(), "OUT_OF_ORDER: its predecessor came "
-              + TtlAdvice.human(now - x.timestamp()) + " later, after early-arrival-timeout " + route.earlyArrivalTimeout()));
+          keep(tally.examples, new Example(at(x.record()), "OUT_OF_ORDER: its predecessor came "
+              + TtlAdvice.human(now - x.record().timestamp()) + " later, after early-arrival-timeout " + route.earlyArrivalTimeout()));
           progress = true;
-        } else if (en.tryApply(x.event(), x.fingerprint())) {
+        } else if (guard.preview(x.event(), x.record().topic(), now).outcome() == ClaimPreview.Outcome.APPLY) {
           it.remove();
+          replay.apply(x.event(), x.record());
           tally.healed++;
           progress = true;
         }
       }
+    }
+  }
+
+  /**
+   * The store as the replayed facts leave it, for {@link ClaimPreview}: the entities' states and
+   * the applied facts per entity and event. No ledger row: only a key's first fact is replayed.
+   */
+  private final class Replay implements ClaimPreview.Facts {
+    final Map<String, EntityRow> entities = new HashMap<>();
+    /** entity id + NUL + event -> the facts that applied it. */
+    final Map<String, List<LedgerRow>> applied = new HashMap<>();
+    /** entity id -> its early arrivals, in arrival order. */
+    final Map<String, List<Early>> early = new HashMap<>();
+
+    @Override
+    public LedgerRow ledgerRow(String route, String dedupKey) {
+      return null;
+    }
+
+    @Override
+    public EntityRow entity(String machine, String entityId) {
+      return entities.get(entityId);
+    }
+
+    @Override
+    public List<LedgerRow> appliedRows(List<String> routes, String entityId, String event, String fingerprint, int limit) {
+      return applied.getOrDefault(entityId + "\u0000" + event, List.of());
+    }
+
+    void apply(ExtractedEvent e, ConsumerRecord<byte[], byte[]> r) {
+      EntityRow was = entities.get(e.entityId());
+      String to = machine.events().get(e.event()).to();
+      entities.put(e.entityId(), new EntityRow(to, was == null ? 1 : was.version() + 1, null, null));
+      applied.computeIfAbsent(e.entityId() + "\u0000" + e.event(), k -> new ArrayList<>()).add(new LedgerRow(route.name(), e.dedupKey(),
+          e.businessKey(), e.fingerprint(), "DONE", null, null, r.topic(), r.partition(), r.offset(), was == null ? null : was.state(), to,
+          1, null, null, r.timestamp()));
     }
   }
 
@@ -282,12 +322,12 @@ final class KeyAudit {
     long stillEarly = 0;
     List<Example> machineExamples = new ArrayList<>(tally.examples);
     if (machine != null) {
-      for (Entity en : entities.values()) {
-        for (Early x : en.early) {
+      for (List<Early> waiting : replay.early.values()) {
+        for (Early x : waiting) {
           stillEarly++;
           if (machineExamples.size() < examples) {
-            machineExamples.add(new Example(x.at(), "OUT_OF_ORDER: '" + x.event().name() + "' waits for " + x.event().from()
-                + ", which never came"));
+            machineExamples.add(new Example(at(x.record()), "OUT_OF_ORDER: '" + x.event().event() + "' waits for "
+                + machine.events().get(x.event().event()).from() + ", which never came"));
           }
         }
       }
@@ -295,7 +335,7 @@ final class KeyAudit {
     long[] a = Arrays.copyOf(ages, (int) duplicates);
     Arrays.sort(a);
     Ages dist = a.length == 0 ? null : new Ages(TtlAdvice.pct(a, 50), TtlAdvice.pct(a, 90), TtlAdvice.pct(a, 99), a[a.length - 1]);
-    MachineFindings m = machine == null ? null : new MachineFindings(machine.name(), entities.size(), tally.outOfOrder,
+    MachineFindings m = machine == null ? null : new MachineFindings(machine.name(), replay.entities.size(), tally.outOfOrder,
         tally.outOfOrderEntities.size(), tally.healed, tally.escalatedOutOfOrder + stillEarly, tally.alreadyApplied, tally.conflictingFacts,
         new TreeMap<>(tally.refused), List.copyOf(machineExamples));
     return new Report(route.name(), route.businessKey().stream().map(FieldSource::spec).toList(), route.fingerprintExclude(), records,
@@ -394,7 +434,8 @@ final class KeyAudit {
 
   private record First(String fingerprint, String at, long timestamp, Map<String, Long> leaves) {}
 
-  private record Early(EventConfig event, String fingerprint, String at, long timestamp) {}
+  /** A fact waiting for its predecessor. */
+  private record Early(ExtractedEvent event, ConsumerRecord<byte[], byte[]> record) {}
 
   private static final class MachineTally {
     long outOfOrder;
@@ -405,22 +446,5 @@ final class KeyAudit {
     long conflictingFacts;
     final Map<String, Long> refused = new HashMap<>();
     final List<Example> examples = new ArrayList<>();
-  }
-
-  /** An entity as the replayed facts left it. */
-  private static final class Entity {
-    String state;
-    final List<Early> early = new ArrayList<>();
-    /** event name -> fingerprints of the facts that applied it. */
-    final Map<String, Set<String>> applied = new HashMap<>();
-
-    boolean tryApply(EventConfig ev, String fingerprint) {
-      if (state == null ? !ev.creating() : !ev.from().contains(state)) {
-        return false;
-      }
-      state = ev.to();
-      applied.computeIfAbsent(ev.name(), k -> new HashSet<>()).add(fingerprint);
-      return true;
-    }
   }
 }
