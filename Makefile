@@ -9,6 +9,7 @@
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make failure-model  the fault model (FaultModelIT) alone, writing docs/failure-model.md again
+#   make config-doc  write docs/configuration.md again from the settings' declarations
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
@@ -26,7 +27,7 @@ STACK := $(ROOT)/scripts/stack.sh
 CLUSTER := $(ROOT)/scripts/cluster.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick chaos soak failure-model stack-up stack-down cluster-up cluster-down clean
+.PHONY: build test demo bench bench-quick chaos soak failure-model config-doc stack-up stack-down cluster-up cluster-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -110,6 +111,12 @@ failure-model:
 	cd "$(ROOT)" && $(MVN) -B -q verify -pl integration-tests -am -Dtest=none -Dit.test=FaultModelIT \
 	  -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	  -Dfaults.pairs=$(FAULT_PAIRS) -Dfaults.write-doc=true
+
+# make config-doc: docs/configuration.md from the settings' declarations (proxy/.../config/*Settings.java);
+# ConfigDocTest, in make test, fails while the page and the declarations differ. No services needed.
+config-doc:
+	cd "$(ROOT)" && $(MVN) -B -q test -pl proxy -am -Dtest=ConfigDocTest -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dconfig.write-doc=true
 
 # make chaos: rounds of the order scenario with sidecar processes while faults are injected at
 # random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;

@@ -148,6 +148,7 @@ public final class Bench {
 
     Map<Scenario, List<Stats>> throughput = new EnumMap<>(Scenario.class);
     Map<Scenario, List<Stats>> paced = new EnumMap<>(Scenario.class);
+    Map<Scenario, List<Stats>> pacedLow = new EnumMap<>(Scenario.class);
     SidecarRss.Result rss = null;
     List<ScaleCell> scale = new ArrayList<>();
     int rate;
@@ -213,6 +214,18 @@ public final class Bench {
           }
         }
       }
+      System.out.printf(Locale.ROOT, "%npaced runs at %d rec/s (low load: nothing saturated, the guard's own latency) for %d s each%n",
+          LOW_PACED_RATE, o.pacedSeconds());
+      for (int rep = 1; rep <= o.repeats(); rep++) {
+        for (Scenario s : LOW_PACED) {
+          if (s != Scenario.GUARD_MACHINE_PROCESS || Files.isRegularFile(o.sidecarJar())) {
+            Stats st = runner.paced(s, LOW_PACED_RATE);
+            pacedLow.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
+            System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
+                st.count(), atBusiness(st));
+          }
+        }
+      }
       System.out.printf(Locale.ROOT, "%nscale: the guarded pipeline at 1 and 4 instances in one group, MySQL RTT 0 and 2 ms (delaying proxy)%n");
       for (double rtt : new double[] {0, 2}) {
         for (int instances : new int[] {1, 4}) {
@@ -237,7 +250,7 @@ public final class Bench {
         System.err.println("sidecar RSS not measured: no " + o.sidecarJar() + " (make build packages it)");
       }
     }
-    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale);
+    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale, new Results.Paced(LOW_PACED_RATE, pacedLow));
     results.print();
     results.writeJson(o.out());
     Path copy = o.docs().resolve("benchmarks").resolve("results-" + o.label() + ".json");
@@ -316,6 +329,16 @@ public final class Bench {
       }
     }
   }
+
+  /**
+   * The low paced rate: far below any scenario's maximum, so record age there is the pipeline's own
+   * latency, not a queue. Baseline and guard run at it in the same run, for their difference.
+   */
+  static final int LOW_PACED_RATE = 100;
+
+  /** The scenarios paced at {@link #LOW_PACED_RATE}. */
+  static final List<Scenario> LOW_PACED =
+      List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.GUARD_NO_MACHINE, Scenario.GUARD_MACHINE_PROCESS);
 
   /** Record age in the scale cells is measured at this rate, low enough for one instance at 2 ms RTT. */
   static final int SCALE_PACED_RATE = 100;

@@ -126,7 +126,12 @@ final class BenchPage {
     }
     md.append(image(throughputChart(), "Throughput relative to baseline"));
     md.append(image(cpuChart(), "CPU per record, JVM and MariaDB"));
-    md.append(image(ageCdfChart(), "Record age at the paced rate, cumulative distribution"));
+    md.append(ageAgainstBaseline());
+    md.append(image(ageCdfChart(r.pacedRate, scenarioAges(r.rows.values().stream()
+        .collect(Collectors.toMap(Results.Row::scenario, Results.Row::pacedRuns, (a, b) -> a, java.util.LinkedHashMap::new))),
+        "record-age-cdf"), "Record age at the paced rate, cumulative distribution"));
+    md.append(image(ageCdfChart(r.low.rate(), scenarioAges(r.low.runs()), "record-age-cdf-r" + r.low.rate()),
+        "Record age at " + r.low.rate() + " rec/s, cumulative distribution"));
 
     md.append("## FOR UPDATE vs CAS microbenchmark\n\n");
     md.append("Workers advance hot entities one step at a time over a link with added round-trip time (RTT), either with"
@@ -226,9 +231,64 @@ final class BenchPage {
     return save(c, "cpu-per-record");
   }
 
-  private Path ageCdfChart() throws IOException {
+  /**
+   * Record age of the guard against the baseline measured in the same run at the same rate: the
+   * low rate, where nothing queues, and half the guarded maximum; the packaged process against the
+   * in-process sidecar.
+   */
+  private String ageAgainstBaseline() {
+    Results.Paced low = r.low;
+    Map<String, Object> vs = r.ageVsBaseline();
+    StringBuilder md = new StringBuilder();
+    md.append(String.format(Locale.ROOT, "Record age against the baseline measured in this run at the same rate (medians of the runs' p50 and"
+        + " p99, ms): at %d rec/s, far below every maximum, the difference is what the guard adds to a record; at half the guarded"
+        + " maximum (%d rec/s) the ratio shows what queueing adds.%n%n", low.rate(), r.pacedRate));
+    md.append("| scenario | p50 / p99 at " + low.rate() + " rec/s | p50 / p99 at " + r.pacedRate + " rec/s |\n|---|---:|---:|\n");
+    for (Scenario s : Bench.LOW_PACED) {
+      Results.Row row = r.rows.get(s);
+      if (low.of(s).isEmpty() && row.pacedRuns().isEmpty()) {
+        continue;
+      }
+      md.append(String.format(Locale.ROOT, "| `%s` | %s / %s | %s / %s |%n", s.id, Results.fmt(low.p50(s), 1), Results.fmt(low.p99(s), 1),
+          Results.fmt(row.p50(), 1), Results.fmt(row.p99(), 1)));
+    }
+    @SuppressWarnings("unchecked")
+    Map<String, Object> lowVs = (Map<String, Object>) vs.get("r" + low.rate());
+    @SuppressWarnings("unchecked")
+    Map<String, Object> halfVs = (Map<String, Object>) vs.get("half_max");
+    md.append(String.format(Locale.ROOT, "%n`guard_machine` − `baseline` at %d rec/s: p50 %s ms, p99 %s ms. `guard_machine` / `baseline` p99 at"
+        + " %d rec/s: %s×. The packaged process / in-process p99 at %d rec/s: %s× (`age_vs_baseline` in the results).%n%n", low.rate(),
+        fmtSigned(lowVs.get("p50_diff_ms")), fmtSigned(lowVs.get("p99_diff_ms")), r.pacedRate, fmtNumber(halfVs.get("p99_ratio")),
+        r.pacedRate, fmtNumber(vs.get("process_p99_ratio"))));
+    return md.toString();
+  }
+
+  private static String fmtSigned(Object v) {
+    return v == null ? "–" : String.format(Locale.ROOT, "%+.1f", ((Number) v).doubleValue());
+  }
+
+  private static String fmtNumber(Object v) {
+    return v == null ? "–" : String.format(Locale.ROOT, "%.2f", ((Number) v).doubleValue());
+  }
+
+  /** Each scenario's ages over all its paced runs, sorted; scenarios without any are left out. */
+  private static Map<Scenario, double[]> scenarioAges(Map<Scenario, List<Stats>> runs) {
+    Map<Scenario, double[]> out = new java.util.LinkedHashMap<>();
+    runs.forEach((s, list) -> {
+      double[] ages = list.stream().flatMapToDouble(st -> java.util.Arrays.stream(st.agesMs())).sorted().toArray();
+      if (ages.length > 0) {
+        out.put(s, ages);
+      }
+    });
+    return out;
+  }
+
+  private Path ageCdfChart(int rate, Map<Scenario, double[]> agesByScenario, String name) throws IOException {
+    if (agesByScenario.isEmpty()) {
+      return null;
+    }
     XYChart c = new XYChartBuilder().width(W).height(H)
-        .title(String.format(Locale.ROOT, "Record age at %d rec/s (all paced runs pooled)", r.pacedRate))
+        .title(String.format(Locale.ROOT, "Record age at %d rec/s (all paced runs pooled)", rate))
         .xAxisTitle("age at end, ms (log scale; 0 ms drawn at 0.5)").yAxisTitle("fraction of records").build();
     style(c.getStyler());
     c.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Step);
@@ -236,12 +296,7 @@ final class BenchPage {
     c.getStyler().setLegendPosition(Styler.LegendPosition.InsideSE);
     c.getStyler().setYAxisMin(0.0);
     c.getStyler().setYAxisMax(1.0);
-    boolean any = false;
-    for (Results.Row row : r.rows.values()) {
-      double[] ages = row.pacedRuns().stream().flatMapToDouble(s -> java.util.Arrays.stream(s.agesMs())).sorted().toArray();
-      if (ages.length == 0) {
-        continue;
-      }
+    agesByScenario.forEach((s, ages) -> {
       List<Double> xs = new ArrayList<>();
       List<Double> ys = new ArrayList<>();
       for (int i = 0; i < ages.length; i++) {
@@ -250,10 +305,9 @@ final class BenchPage {
           ys.add((i + 1) / (double) ages.length);
         }
       }
-      c.addSeries(row.scenario().id, xs, ys).setMarker(SeriesMarkers.NONE);
-      any = true;
-    }
-    return any ? save(c, "record-age-cdf") : null;
+      c.addSeries(s.id, xs, ys).setMarker(SeriesMarkers.NONE);
+    });
+    return save(c, name);
   }
 
   /** One microbenchmark cell's figure, or null if the run has no such cell. */

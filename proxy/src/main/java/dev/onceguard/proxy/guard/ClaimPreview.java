@@ -103,7 +103,7 @@ public final class ClaimPreview {
     // a record produced again lands at a new offset: it is nobody's claimed source
     Source fresh = new Source(topic, Integer.MAX_VALUE, Long.MAX_VALUE);
     ClaimPolicy.Attempt a = new ClaimPolicy.Attempt(route.name(), machine, ev, e, fresh, OWNER, false, nowMillis,
-        route.earlyArrivalRetry().toMillis());
+        route.timings().earlyArrivalRetry().toMillis());
     boolean redelivery = false;
     LedgerRow row = facts.ledgerRow(route.name(), e.dedupKey());
     if (row != null) {

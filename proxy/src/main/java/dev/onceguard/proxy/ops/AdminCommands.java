@@ -268,7 +268,7 @@ final class AdminCommands {
         err.flush();
         return Main.EXIT_CONFIG;
       }
-      String topic = r.escalationTopic();
+      String topic = r.outputs().escalationTopic();
       // the guard's view of each record is read only when it decides something: a dry run, or the skip of duplicates
       boolean check = !listGroups && (dryRun || !force);
       try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(clientProps(cfg, true));

@@ -79,13 +79,13 @@ final class AuditKeyCommand extends Main.ConfigCommand {
     KeyAudit audit = new KeyAudit(candidate, candidate.hasMachine() ? cfg.machines().get(candidate.machine()) : null, limit);
     TopicScan.Start start = range == null ? new TopicScan.Start(null, null) : new TopicScan.Start(range.from, range.last);
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(AdminCommands.clientProps(cfg, true))) {
-      new TopicScan(consumer, err).scan(candidate.topics(), start, Duration.ofSeconds(60), audit::add);
+      new TopicScan(consumer, err).scan(candidate.intake().topics(), start, Duration.ofSeconds(60), audit::add);
     } catch (IllegalArgumentException e) {
       err.println("error: route '" + candidate.name() + "': " + e.getMessage());
       err.flush();
       return AdminCommands.EXIT_REFUSED;
     } catch (RuntimeException e) {
-      err.println("error: could not read the topics " + candidate.topics() + ": " + AdminCommands.rootMessage(e));
+      err.println("error: could not read the topics " + candidate.intake().topics() + ": " + AdminCommands.rootMessage(e));
       err.flush();
       return Main.EXIT_FAILURE;
     }

@@ -22,7 +22,8 @@ final class CandidateKey {
    * @throws ConfigException naming the option and the position of a bad field
    */
   static RouteConfig apply(RouteConfig route, List<String> businessKey, List<String> fingerprintExclude) {
-    List<FieldSource> key = route.businessKey();
+    RouteConfig.Extraction x = route.extraction();
+    List<FieldSource> key = x.businessKey();
     if (businessKey != null) {
       key = new ArrayList<>();
       for (int i = 0; i < businessKey.size(); i++) {
@@ -32,7 +33,7 @@ final class CandidateKey {
         throw new ConfigException("--business-key: give at least one field");
       }
     }
-    List<String> exclude = route.fingerprintExclude();
+    List<String> exclude = x.fingerprintExclude();
     if (fingerprintExclude != null) {
       exclude = new ArrayList<>();
       for (int i = 0; i < fingerprintExclude.size(); i++) {
@@ -43,10 +44,8 @@ final class CandidateKey {
         exclude.add(p);
       }
     }
-    return new RouteConfig(route.name(), route.topics(), route.group(), route.machine(), route.entityId(), route.event(), List.copyOf(key),
-        route.fingerprint(), List.copyOf(exclude), route.mode(), route.target(), route.handlerTimeout(), route.redisTtl(), route.lease(),
-        route.earlyArrivalTimeout(), route.earlyArrivalRetry(), route.escalationTopic(), route.verdictTopic(),
-        route.maxInFlightPerPartition(), route.maxInFlight(), route.maxUncommittedPerPartition(), route.reorderWindow(), route.retry(),
-        route.targetTls());
+    RouteConfig.Extraction candidate = new RouteConfig.Extraction(x.entityId(), x.event(), List.copyOf(key), x.fingerprint(),
+        List.copyOf(exclude));
+    return new RouteConfig(route.name(), route.machine(), route.intake(), candidate, route.delivery(), route.timings(), route.outputs());
   }
 }

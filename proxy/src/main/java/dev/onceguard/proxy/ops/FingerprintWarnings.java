@@ -18,13 +18,13 @@ final class FingerprintWarnings {
 
   static List<String> of(RouteConfig r) {
     List<String> out = new ArrayList<>();
-    List<FieldSource> keyFields = new ArrayList<>(r.businessKey());
-    keyFields.addAll(r.entityId());
-    if (r.fingerprint().isEmpty()) {
-      for (String x : r.fingerprintExclude()) {
+    List<FieldSource> keyFields = new ArrayList<>(r.extraction().businessKey());
+    keyFields.addAll(r.extraction().entityId());
+    if (r.extraction().fingerprint().isEmpty()) {
+      for (String x : r.extraction().fingerprintExclude()) {
         for (FieldSource f : keyFields) {
           if (f instanceof FieldSource.ValuePointer vp && (vp.pointer().equals(x) || vp.pointer().startsWith(x + "/"))) {
-            out.add("route '" + r.name() + "': fingerprint-exclude '" + x + "' removes " + (r.businessKey().contains(f) ? "business-key"
+            out.add("route '" + r.name() + "': fingerprint-exclude '" + x + "' removes " + (r.extraction().businessKey().contains(f) ? "business-key"
                 : "entity-id") + " field '" + f.name() + "' (" + f.spec() + ") from the fingerprint: two records of one entity and event"
                 + " that differ only there fingerprint alike, so the second is ignored as a re-send (ALREADY_APPLIED) instead of"
                 + " escalated (CONFLICTING_FACT)");
@@ -34,13 +34,13 @@ final class FingerprintWarnings {
       return out;
     }
     List<FieldSource> identifying = new ArrayList<>(keyFields);
-    if (r.event() != null) {
-      identifying.add(r.event());
+    if (r.extraction().event() != null) {
+      identifying.add(r.extraction().event());
     }
-    boolean onlyIdentity = r.fingerprint().stream()
+    boolean onlyIdentity = r.extraction().fingerprint().stream()
         .allMatch(f -> f instanceof FieldSource.Constant || identifying.stream().anyMatch(k -> k.spec().equals(f.spec())));
     if (onlyIdentity) {
-      out.add("route '" + r.name() + "': fingerprint " + r.fingerprint().stream().map(FieldSource::spec).toList() + " holds only fields"
+      out.add("route '" + r.name() + "': fingerprint " + r.extraction().fingerprint().stream().map(FieldSource::spec).toList() + " holds only fields"
           + " of the business key, the entity id or the event: it tells no two facts of one key or one entity and event apart, so a"
           + " different record under the same key is ignored as a duplicate instead of escalated (KEY_COLLISION); add the fields"
           + " that carry the fact (quantity, warehouse, amount), or drop 'fingerprint' to use the whole value");

@@ -143,8 +143,8 @@ final class KeyAudit {
   private Map<String, Long> leaves(ConsumerRecord<byte[], byte[]> r) {
     Map<String, Long> out = new HashMap<>();
     JsonNode value = parse(r.value());
-    if (!route.fingerprint().isEmpty()) {
-      for (FieldSource f : route.fingerprint()) {
+    if (!route.extraction().fingerprint().isEmpty()) {
+      for (FieldSource f : route.extraction().fingerprint()) {
         if (f instanceof FieldSource.ValuePointer vp) {
           if (value != null) {
             flatten(value.at(vp.pointer()), vp.pointer(), out);
@@ -163,7 +163,7 @@ final class KeyAudit {
       return out;
     }
     flatten(value, "", out);
-    out.keySet().removeIf(p -> route.fingerprintExclude().stream().anyMatch(x -> p.equals(x) || p.startsWith(x + "/")));
+    out.keySet().removeIf(p -> route.extraction().fingerprintExclude().stream().anyMatch(x -> p.equals(x) || p.startsWith(x + "/")));
     return out;
   }
 
@@ -263,11 +263,11 @@ final class KeyAudit {
       progress = false;
       for (Iterator<Early> it = waiting.iterator(); it.hasNext(); ) {
         Early x = it.next();
-        if (now - x.record().timestamp() > route.earlyArrivalTimeout().toMillis()) {
+        if (now - x.record().timestamp() > route.timings().earlyArrivalTimeout().toMillis()) {
           it.remove();
           tally.escalatedOutOfOrder++;
           keep(tally.examples, new Example(at(x.record()), "OUT_OF_ORDER: its predecessor came "
-              + TtlAdvice.human(now - x.record().timestamp()) + " later, after early-arrival-timeout " + route.earlyArrivalTimeout()));
+              + TtlAdvice.human(now - x.record().timestamp()) + " later, after early-arrival-timeout " + route.timings().earlyArrivalTimeout()));
           progress = true;
         } else if (guard.preview(x.event(), x.record().topic(), now).outcome() == ClaimPreview.Outcome.APPLY) {
           it.remove();
@@ -338,7 +338,7 @@ final class KeyAudit {
     MachineFindings m = machine == null ? null : new MachineFindings(machine.name(), replay.entities.size(), tally.outOfOrder,
         tally.outOfOrderEntities.size(), tally.healed, tally.escalatedOutOfOrder + stillEarly, tally.alreadyApplied, tally.conflictingFacts,
         new TreeMap<>(tally.refused), List.copyOf(machineExamples));
-    return new Report(route.name(), route.businessKey().stream().map(FieldSource::spec).toList(), route.fingerprintExclude(), records,
+    return new Report(route.name(), route.extraction().businessKey().stream().map(FieldSource::spec).toList(), route.extraction().fingerprintExclude(), records,
         firsts.size(), new Collisions(collisions, collidingKeys.size(), new TreeMap<>(differing), List.copyOf(collisionExamples)),
         new Duplicates(duplicates, dist, List.copyOf(duplicateExamples)),
         new Missing(missing, new TreeMap<>(missingByField), List.copyOf(missingExamples)),

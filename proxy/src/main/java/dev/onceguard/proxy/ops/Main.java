@@ -445,13 +445,14 @@ public final class Main implements Runnable {
           .append('\n');
     }
     for (RouteConfig r : c.routes()) {
-      sb.append("route ").append(r.name()).append(": topics ").append(r.topics()).append(", group ").append(r.group())
-          .append(", ").append(r.mode().name().toLowerCase(java.util.Locale.ROOT))
-          .append(r.target() == null ? "" : " -> " + r.target())
-          .append(r.targetTls() == null ? "" : r.targetTls().certFile() == null ? " (TLS)" : " (mTLS)")
+      sb.append("route ").append(r.name()).append(": topics ").append(r.intake().topics()).append(", group ").append(r.intake().group())
+          .append(", ").append(r.delivery().mode().name().toLowerCase(java.util.Locale.ROOT))
+          .append(r.delivery().target() == null ? "" : " -> " + r.delivery().target())
+          .append(r.delivery().tls() == null ? "" : r.delivery().tls().certFile() == null ? " (TLS)" : " (mTLS)")
           .append(r.hasMachine() ? ", machine " + r.machine() : ", no machine")
-          .append(", business-key ").append(r.businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
-          .append(", in flight ").append(r.maxInFlightPerPartition()).append("/partition ").append(r.maxInFlight()).append(" total\n");
+          .append(", business-key ").append(r.extraction().businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
+          .append(", in flight ").append(r.intake().maxInFlightPerPartition()).append("/partition ")
+          .append(r.intake().maxInFlight()).append(" total\n");
       for (String w : ConsumerProperties.of(c, r).ignored()) {
         sb.append("warning: ").append(w).append('\n');
       }
