@@ -136,6 +136,17 @@ public final class KafkaSupport implements AutoCloseable {
     return out;
   }
 
+  /** Every consumer group that has an offset committed for a partition of {@code topic}. */
+  public List<String> groupsWithOffsetsOn(String topic) {
+    List<String> out = new ArrayList<>();
+    for (var g : get(admin.listConsumerGroups().all())) {
+      if (!committedOffsets(g.groupId(), topic).isEmpty()) {
+        out.add(g.groupId());
+      }
+    }
+    return out;
+  }
+
   /** Committed offset of one partition, -1 if none. */
   public long committedOffset(String group, TopicPartition tp) {
     return committedOffsets(group, tp.topic()).getOrDefault(tp, -1L);

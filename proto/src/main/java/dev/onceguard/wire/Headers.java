@@ -64,6 +64,12 @@ public final class Headers {
   public static final String DIFFERING_FIELDS = PREFIX + "differing-fields";
   /** With {@link #DIFFERING_FIELDS}: {@code true} when more fields differ (or may) than it lists; absent otherwise. */
   public static final String DIFFERING_FIELDS_TRUNCATED = PREFIX + "differing-fields-truncated";
+  /**
+   * On a record produced again by {@code onceguard redrive}: how many times it was redriven,
+   * decimal. The sidecar copies a source record's headers to its escalation, so the count survives
+   * the next escalation, and {@code redrive --max-redrives} refuses a record that keeps coming back.
+   */
+  public static final String REDRIVE_COUNT = PREFIX + "redrive-count";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
   /**

@@ -43,7 +43,7 @@ import picocli.CommandLine.Spec;
     description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
     subcommands = {CommandLine.HelpCommand.class, Main.Run.class, Main.Validate.class, Main.Migrate.class, AdminCommands.Explain.class,
         AdminCommands.ResetEntity.class,
-        AdminCommands.Redrive.class, TtlAdviceCommand.class})
+        AdminCommands.Redrive.class, TtlAdviceCommand.class, AuditKeyCommand.class})
 public final class Main implements Runnable {
   /** Environment variable naming the configuration file when {@code --config} is not given. */
   static final String CONFIG_ENV = "ONCEGUARD_CONFIG";
@@ -68,7 +68,7 @@ public final class Main implements Runnable {
   @Override
   public void run() {
     throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate, migrate, explain, redrive,"
-        + " reset-entity, ttl-advice or help");
+        + " reset-entity, ttl-advice, audit-key or help");
   }
 
   /**
@@ -454,6 +454,9 @@ public final class Main implements Runnable {
           .append(", in flight ").append(r.intake().maxInFlightPerPartition()).append("/partition ")
           .append(r.intake().maxInFlight()).append(" total\n");
       for (String w : ConsumerProperties.of(c, r).ignored()) {
+        sb.append("warning: ").append(w).append('\n');
+      }
+      for (String w : FingerprintWarnings.of(r)) {
         sb.append("warning: ").append(w).append('\n');
       }
     }
