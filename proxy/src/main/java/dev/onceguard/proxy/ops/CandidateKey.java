@@ -46,6 +46,7 @@ final class CandidateKey {
     }
     RouteConfig.Extraction candidate = new RouteConfig.Extraction(x.entityId(), x.event(), List.copyOf(key), x.fingerprint(),
         List.copyOf(exclude));
-    return new RouteConfig(route.name(), route.machine(), route.intake(), candidate, route.delivery(), route.timings(), route.outputs());
+    return new RouteConfig(route.name(), route.machine(), route.intake(), candidate, route.delivery(), route.timings(), route.outputs(),
+        route.ledgerContent());
   }
 }
