@@ -85,6 +85,16 @@ public final class ClusterScript implements AutoCloseable {
     run(180, "start", node);
   }
 
+  /** SIGSTOP of one node: it stays alive (its connections open) and answers nothing. */
+  public void pause(String node) {
+    run(30, "pause", node);
+  }
+
+  /** SIGCONT of a paused node. */
+  public void resume(String node) {
+    run(30, "resume", node);
+  }
+
   /** SIGTERM of one node; returns when it has exited. */
   public void stop(String node) {
     run(120, "stop", node);

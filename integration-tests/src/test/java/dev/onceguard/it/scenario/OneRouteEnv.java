@@ -26,6 +26,9 @@ final class OneRouteEnv implements AutoCloseable {
   final String escalations;
   final String verdicts;
   final String group;
+  /** The L1 of {@link #config}: the stack's Redis unless {@link #redisCluster} named a cluster. */
+  private String redisUri = ItEnv.redisUri();
+  private String redisExtra = "";
 
   OneRouteEnv(String name, int partitions) {
     try {
@@ -40,6 +43,16 @@ final class OneRouteEnv implements AutoCloseable {
   }
 
   /**
+   * Makes {@link #config} use a Redis Cluster ({@code redis.mode: cluster}) at these seed URIs, its
+   * breaker open for {@code breakerOpenFor} after a failed call.
+   */
+  OneRouteEnv redisCluster(String seeds, String breakerOpenFor) {
+    redisUri = "'" + seeds + "'";
+    redisExtra = ", mode: cluster, breaker-open-for: " + breakerOpenFor;
+    return this;
+  }
+
+  /**
    * The sidecar's configuration: route {@code lines} keyed by {@code /line_id}, events in
    * {@code /event}, business key order, sku, warehouse, batch.
    *
@@ -51,7 +64,7 @@ final class OneRouteEnv implements AutoCloseable {
 
   /** The same with another {@code entity-id} (YAML: one source, or a list of them). */
   SidecarConfig configWithEntity(String entityId, String target, String... routeExtra) {
-    return new ConfigReader(Map.of()).parse(yaml(entityId, target, ItEnv.redisUri(), RecordingBusiness.freePort(), "", routeExtra),
+    return new ConfigReader(Map.of()).parse(yaml(entityId, target, redisUri, RecordingBusiness.freePort(), "", routeExtra),
         group);
   }
 
@@ -69,7 +82,7 @@ final class OneRouteEnv implements AutoCloseable {
         sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms%s}
         kafka: {bootstrap-servers: %s}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
-        redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms}
+        redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms%s}
         %s
         routes:
           - name: lines
@@ -85,7 +98,7 @@ final class OneRouteEnv implements AutoCloseable {
             verdict-topic: %s
         %s""".formatted(group, grpcPort, sidecarExtra, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
         ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, redisUri, database,
-        OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra);
+        redisExtra, OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra);
   }
 
   /** A record of {@link #topic}: the line is the Kafka key, so a line's events share a partition. */
