@@ -16,6 +16,8 @@
 #   scripts/cluster.sh resume NODE                  SIGCONT a paused node
 #
 # Kafka: replication factor 3, min.insync.replicas=2, every broker also a controller (quorum of 3).
+# The brokers are Kafka 4.4 (scripts/kafka/pom.xml); ONCEGUARD_CLUSTER_KAFKA=3.5 at the first `up`
+# makes them Kafka 3.5.2 (scripts/kafka/3.5/pom.xml, jars in .stack/kafka-3.5), kept until `down`.
 # Galera: multi-primary, rsync SST; `start galera-N` joins the running nodes (IST), or bootstraps
 # a new cluster from that node when none runs and it has the latest commit (`up galera` restarts a
 # stopped cluster from that node). Redis: 3 masters (redis-1..3 when created) and one
@@ -118,6 +120,27 @@ await() { # what pidfile pattern logfile check...
 
 # ----------------------------------------------------------------------------- Kafka
 
+# The release of this cluster's brokers: chosen at the first `up`, recorded with the ports.
+kafka_release() {
+  local r
+  r="$(port kafka_release)"
+  echo "${r:-${ONCEGUARD_CLUSTER_KAFKA:-4.4}}"
+}
+
+KAFKA_LOG_FLAGS=(-Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2-broker.xml")
+kafka_release_select() {
+  case "$(kafka_release)" in
+    4.4) ;;
+    3.5)
+      KAFKA_POM="$SCRIPTS/kafka/3.5/pom.xml"
+      KAFKA_HOME="$STACK_DIR/kafka-3.5"
+      KAFKA_LIB="$KAFKA_HOME/lib"
+      KAFKA_LOG_FLAGS=(-Dlog4j.configuration="file:$SCRIPTS/kafka/3.5/log4j.properties")
+      ;;
+    *) die "ONCEGUARD_CLUSTER_KAFKA='$(kafka_release)' is not one of 4.4, 3.5" ;;
+  esac
+}
+
 kafka_conf() { echo "$(node_dir kafka "$1")/server.properties"; }
 kafka_pattern() { echo "kafka.Kafka $(kafka_conf "$1")"; }
 
@@ -175,7 +198,7 @@ kafka_start() { # index; waits for the broker to answer, not for the others
   log "kafka-$i: starting on 127.0.0.1:$(port "kafka_${i}_broker") (controller $(port "kafka_${i}_controller"))"
   spawn "$d/pid" "$d/logs/stdout.log" \
     java "${CLUSTER_KAFKA_HEAP[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
-    -Dkafka.logs.dir="$d/logs" -Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2-broker.xml" \
+    -Dkafka.logs.dir="$d/logs" "${KAFKA_LOG_FLAGS[@]}" \
     -cp "$KAFKA_LIB/*" kafka.Kafka "$(kafka_conf "$i")"
 }
 
@@ -183,6 +206,7 @@ kafka_cluster_up() {
   kafka_libs
   local i cid
   if [[ -z $(port kafka_1_broker) ]]; then
+    echo "kafka_release=$(kafka_release)" >>"$PORTS_FILE"
     assign_ports kafka 0 broker controller
     cid="$("${STACKUTIL[@]}" cluster-id)" || die "could not generate a cluster id"
     for i in "${NODES[@]}"; do
@@ -486,6 +510,7 @@ write_cluster_env() {
     if [[ -n $(port kafka_1_broker) ]]; then
       env_line ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP "$(kafka_bootstrap)"
       env_line KAFKA_LIB "$KAFKA_LIB"
+      env_line ONCEGUARD_CLUSTER_KAFKA_RELEASE "$(kafka_release)"
     fi
     if [[ -n $(port galera_1_port) ]]; then
       env_line ONCEGUARD_CLUSTER_MYSQL_HOST 127.0.0.1
@@ -566,6 +591,8 @@ cluster_usage() {
   sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
+
+kafka_release_select
 
 case "${1:-}" in
   up)     shift; cmd_up "$@" ;;

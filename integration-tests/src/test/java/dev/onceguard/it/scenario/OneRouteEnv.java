@@ -19,7 +19,7 @@ import org.apache.kafka.common.header.Header;
  * and deletes the topics.
  */
 final class OneRouteEnv implements AutoCloseable {
-  final KafkaSupport kafka = new KafkaSupport();
+  final KafkaSupport kafka;
   final Mysql mysql = new Mysql();
   final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
   final String topic;
@@ -31,6 +31,12 @@ final class OneRouteEnv implements AutoCloseable {
   private String redisExtra = "";
 
   OneRouteEnv(String name, int partitions) {
+    this(name, partitions, new KafkaSupport());
+  }
+
+  /** On another broker than the stack's (a cluster of scripts/cluster.sh): the env closes it. */
+  OneRouteEnv(String name, int partitions, KafkaSupport kafka) {
+    this.kafka = kafka;
     try {
       topic = kafka.createTopic(name, partitions);
       escalations = kafka.createTopic(name + "-escalate", 1);
@@ -80,7 +86,7 @@ final class OneRouteEnv implements AutoCloseable {
     }
     return """
         sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms%s}
-        kafka: {bootstrap-servers: %s}
+        kafka: {bootstrap-servers: '%s'}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
         redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms%s}
         %s
@@ -108,6 +114,22 @@ final class OneRouteEnv implements AutoCloseable {
         .formatted(line, line, event, messageId);
     return new ProducerRecord<>(topic, line.getBytes(StandardCharsets.UTF_8),
         json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Waits until the route's group has committed every partition of {@link #topic} to its end. */
+  void awaitCommittedToEnd(java.time.Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      var committed = kafka.committedOffsets(group, topic);
+      var end = kafka.endOffsets(topic);
+      if (end.entrySet().stream().allMatch(e -> committed.getOrDefault(e.getKey(), 0L) >= e.getValue())) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        org.assertj.core.api.Assertions.assertThat(committed).as("committed offsets reach the end of every partition").isEqualTo(end);
+      }
+      java.util.concurrent.TimeUnit.MILLISECONDS.sleep(250);
+    }
   }
 
   static String header(ConsumerRecord<byte[], byte[]> r, String name) {
