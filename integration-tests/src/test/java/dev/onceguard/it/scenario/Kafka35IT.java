@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
  * The sidecar (its kafka-clients 4.x) against a Kafka 3.5 cluster, the release a reference team
  * runs: three KRaft brokers of Kafka 3.5.2 from Maven Central ({@code ONCEGUARD_CLUSTER_KAFKA=3.5
  * scripts/cluster.sh up kafka}). Records flow to the business once each, re-sent duplicates are
- * dropped, and the consumer group commits every partition to its end.
+ * dropped, and the consumer group commits every partition to its end. With
+ * {@code answers.kafka35-out} set, writes its table there (make answers).
  */
 class Kafka35IT {
   static final int FACTS = 60;
@@ -58,6 +59,14 @@ class Kafka35IT {
             .as("re-sends dropped as duplicates: %s", verdicts).isEqualTo(FACTS);
         assertThat(env.kafka.readAll(env.escalations)).as("nothing escalated").isEmpty();
         env.awaitCommittedToEnd(Duration.ofSeconds(30));
+        String out = System.getProperty("answers.kafka35-out");
+        if (out != null) {
+          Files.createDirectories(Path.of(out).toAbsolutePath().getParent());
+          Files.writeString(Path.of(out), String.format(java.util.Locale.ROOT, "| Brokers | sidecar's kafka-clients | facts | delivered once | "
+              + "re-sends dropped | escalated | offsets committed to the end |%n|---|---|---:|---:|---:|---:|---|%n"
+              + "| 3 × Kafka %s (KRaft) | %s | %d | %d | %d | 0 | yes |%n", brokerVersion(cluster.dir()),
+              org.apache.kafka.common.utils.AppInfoParser.getVersion(), FACTS, perLine.size(), FACTS));
+        }
       }
     }
   }
