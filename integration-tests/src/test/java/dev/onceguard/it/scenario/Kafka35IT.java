@@ -65,7 +65,7 @@ class Kafka35IT {
           Files.writeString(Path.of(out), String.format(java.util.Locale.ROOT, "| Brokers | sidecar's kafka-clients | facts | delivered once | "
               + "re-sends dropped | escalated | offsets committed to the end |%n|---|---|---:|---:|---:|---:|---|%n"
               + "| 3 × Kafka %s (KRaft) | %s | %d | %d | %d | 0 | yes |%n", brokerVersion(cluster.dir()),
-              org.apache.kafka.common.utils.AppInfoParser.getVersion(), FACTS, perLine.size(), FACTS));
+              org.apache.kafka.common.utils.internals.AppInfoParser.getVersion(), FACTS, perLine.size(), FACTS));
         }
       }
     }
