@@ -61,9 +61,12 @@ enum_rows() {
   echo
   fragment q2-failover.md
   echo
-  echo "The re-sends that L1 no longer answers reach the ledger, which ignores them as duplicates (LEDGER_HIT): the"
-  echo "business receives every fact exactly once. The sidecar's first L1 hit after the kill comes after its client"
-  echo "reloads the cluster's topology (lettuce rate-limits adaptive refreshes, 30 s by default; a periodic refresh every 30 s)."
+  echo "The re-sends that L1 does not answer reach the ledger, which ignores them as duplicates (LEDGER_HIT): the"
+  echo "business receives every fact exactly once. \"L1 answers every probe\": from the kill until ten re-sends of facts"
+  echo "whose keys the masters hold are all answered by L1 (the sidecar's client follows the new topology and its breaker"
+  echo "stays closed). Before and after the failover the hit rate stays under 100%: an L1 call slower than \`redis.timeout\`"
+  echo "(200 ms here) opens the breaker (\`redis.breaker-open-for\`, 1 s here) and L1 is skipped meanwhile, which a loaded"
+  echo "machine makes frequent; after it, the lost keys also miss."
   echo
   echo "### TTL"
   echo

@@ -69,7 +69,7 @@ final class RedisFailover {
     String markdown() {
       StringBuilder md = new StringBuilder();
       md.append(String.format(Locale.ROOT, "| Acknowledged L1 keys on the killed master | lost in the failover | replica promoted after | "
-          + "cluster_state:ok after | sidecar's first L1 hit after | facts lost | facts doubled | escalated |%n"
+          + "cluster_state:ok after | L1 answers every probe after | facts lost | facts doubled | escalated |%n"
           + "|---:|---:|---:|---:|---:|---:|---:|---:|%n"
           + "| %d | %d | %.1f s | %.1f s | %.1f s | %d | %d | %d |%n%n", victimKeys, lostKeys, promotedMs / 1000.0,
           clusterOkMs / 1000.0, l1BackMs / 1000.0, factsLost, factsDoubled, escalated));

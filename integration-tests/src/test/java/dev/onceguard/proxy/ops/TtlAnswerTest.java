@@ -76,7 +76,7 @@ class TtlAnswerTest {
       md.append("\n\n| L1 TTL | duplicates answered by L1 | reaching the ledger (MySQL) |\n|---|---:|---:|\n");
       for (Duration ttl : List.of(Duration.ofDays(1), Duration.ofDays(7), Duration.ofDays(30))) {
         double h = hitRate(ages, ttl);
-        md.append(String.format(Locale.ROOT, "| %d days | %.2f%% | %.2f%% |%n", ttl.toDays(), 100 * h, 100 * (1 - h)));
+        md.append(String.format(Locale.ROOT, "| %d d | %.2f%% | %.2f%% |%n", ttl.toDays(), 100 * h, 100 * (1 - h)));
       }
       md.append("\n`ttl-advice` under a 7-day TTL (the command's report on the duplicates that TTL leaves to the ledger, as its"
           + " decision log records them):\n\n```\n").append(advice).append("```\n");
