@@ -2,9 +2,8 @@ package dev.onceguard.it.scenario;
 
 import dev.onceguard.it.ClusterScript;
 import dev.onceguard.it.RecordingBusiness;
+import dev.onceguard.it.RedisCli;
 import dev.onceguard.v1.Delivery;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -323,20 +322,7 @@ final class RedisFailover {
     }
 
     String cli(String node, String... args) {
-      // bounded: a paused node accepts the connection and never answers
-      List<String> cmd = new ArrayList<>(List.of("timeout", "5", "redis-cli", "-h", "127.0.0.1", "-p", Integer.toString(ports.get(node))));
-      cmd.addAll(List.of(args));
-      try {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor(10, TimeUnit.SECONDS);
-        return out;
-      } catch (IOException e) {
-        return "";
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return "";
-      }
+      return RedisCli.run(ports.get(node), args);
     }
   }
 }
