@@ -10,6 +10,7 @@
 #   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make failure-model  the fault model (FaultModelIT) alone, writing docs/failure-model.md again
 #   make answers     the experiments behind docs/answers.md (a Redis failover, TTLs, Kafka 3.5), page written again
+#   make config-doc  write docs/configuration.md again from the settings' declarations
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
 #   make cluster-up  start the local cluster stack (3 Kafka brokers, 3 Galera nodes, Redis
@@ -27,7 +28,7 @@ STACK := $(ROOT)/scripts/stack.sh
 CLUSTER := $(ROOT)/scripts/cluster.sh
 ENV   := $(ROOT)/.stack/env
 
-.PHONY: build test demo bench bench-quick chaos soak failure-model answers stack-up stack-down cluster-up cluster-down clean
+.PHONY: build test demo bench bench-quick chaos soak failure-model config-doc answers stack-up stack-down cluster-up cluster-down clean
 
 build:
 	cd "$(ROOT)" && $(MVN) -B -q install -DskipTests
@@ -60,14 +61,15 @@ demo: build
 	echo "[make] demo finished with exit code $$rc in $$(( $$(date +%s) - start ))s"; \
 	exit $$rc
 
-# make bench         full run: 10,000 records per run, 3 runs per scenario (5-12 min, load-dependent)
-# make bench-quick   3,000 records, one run, SeedBench --quick (2-4 min after the build)
-# Either writes bench/target/results.json, docs/benchmarks.md, docs/benchmarks/*.png and
-# docs/benchmarks/results-<full|quick>.json. Before it, the seed microbenchmark
-# (dev.onceguard.bench.seed.SeedBench, when the bench jar has it) writes bench/target/seed.json,
-# which the bench merges in. e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
+# make bench         full run: 10,000 records per run, 3 runs per scenario (5-12 min, load-dependent);
+#                    writes bench/target/results.json, docs/benchmarks.md, docs/benchmarks/*.png and
+#                    docs/benchmarks/results-full.json (the committed page)
+# make bench-quick   3,000 records, one run, SeedBench --quick (2-4 min after the build); writes
+#                    bench/target/results.json and its page under bench/target/quick/, never over docs/
+# Before either, the FOR UPDATE vs CAS microbenchmark (dev.onceguard.bench.seed.SeedBench, when the
+# bench jar has it) writes bench/target/seed.json, which the bench merges in. e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
 BENCH_ARGS ?=
-BENCH_QUICK_ARGS ?= --records 3000 --repeats 1 --paced-seconds 4 --warmup 1500
+BENCH_QUICK_ARGS ?= --records 3000 --repeats 1 --paced-seconds 4 --warmup 1500 --docs bench/target/quick
 SEED_ARGS ?=
 BENCH_JAR := bench/target/onceguard-bench.jar
 SEED_CLASS := dev/onceguard/bench/seed/SeedBench.class
@@ -84,10 +86,10 @@ define bench_recipe
 	  rm -f bench/target/seed.json; \
 	  if { command -v unzip >/dev/null && unzip -l "$(BENCH_JAR)" "$(SEED_CLASS)"; } >/dev/null 2>&1 || \
 	     { ! command -v unzip >/dev/null && jar tf "$(BENCH_JAR)" | grep -qx "$(SEED_CLASS)"; }; then \
-	    echo "[make] seed microbenchmark: SeedBench $(SEED_ARGS)"; \
+	    echo "[make] FOR UPDATE vs CAS microbenchmark: SeedBench $(SEED_ARGS)"; \
 	    ( set -a; . "$(ENV)"; set +a; java -cp "$(BENCH_JAR)" dev.onceguard.bench.seed.SeedBench $(SEED_ARGS) ) || rc=$$?; \
 	  else \
-	    echo "[make] no $(SEED_CLASS) in $(BENCH_JAR): no seed microbenchmark"; \
+	    echo "[make] no $(SEED_CLASS) in $(BENCH_JAR): no FOR UPDATE vs CAS microbenchmark"; \
 	  fi; \
 	  ( set -a; . "$(ENV)"; set +a; java -jar "$(BENCH_JAR)" --command "make $@" --label $(1) $(2) ) || rc=$$?; \
 	fi; \
@@ -110,6 +112,12 @@ failure-model:
 	cd "$(ROOT)" && $(MVN) -B -q verify -pl integration-tests -am -Dtest=none -Dit.test=FaultModelIT \
 	  -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	  -Dfaults.pairs=$(FAULT_PAIRS) -Dfaults.write-doc=true
+
+# make config-doc: docs/configuration.md from the settings' declarations (proxy/.../config/*Settings.java);
+# ConfigDocTest, in make test, fails while the page and the declarations differ. No services needed.
+config-doc:
+	cd "$(ROOT)" && $(MVN) -B -q test -pl proxy -am -Dtest=ConfigDocTest -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dconfig.write-doc=true
 
 # make chaos: rounds of the order scenario with sidecar processes while faults are injected at
 # random (ChaosIT; one short fixed-seed round of it runs in make test). The seed is printed;

@@ -13,6 +13,10 @@
 #   scripts/stack.sh bootstrap               print the broker's host:port
 #   scripts/stack.sh kafka-kill              kill -9 the broker, keeping its data (chaos tests)
 #   scripts/stack.sh kafka-start             start that broker again, same port and data
+#   scripts/stack.sh topic NAME [PARTITIONS] create a topic on the broker unless it exists (default 3 partitions)
+#   scripts/stack.sh produce TOPIC           send stdin's lines, each `key|value`, as records
+#   scripts/stack.sh consume TOPIC [MAX]     print headers, key and value of up to MAX records (default 100)
+#                                            from the beginning; stops after 10 s without one
 #   scripts/stack.sh kafka-cli CLASS ARGS..  run a Kafka CLI class from the broker jars, e.g.
 #       scripts/stack.sh kafka-cli org.apache.kafka.tools.TopicCommand \
 #           --bootstrap-server "$(scripts/stack.sh bootstrap)" --list
@@ -34,11 +38,19 @@ KAFKA_POM="$SCRIPTS/kafka/pom.xml"
 KAFKA_PID_FILE="$STATE_DIR/kafka.pid"
 KAFKA_PORT_FILE="$STATE_DIR/kafka.port"
 
-MYSQL_HOST=127.0.0.1
-MYSQL_PORT=3306
+# The stores the tests use. Defaults: the machine's MariaDB on 3306 as root without a password and
+# Redis on 6379; set these (e.g. to an account of your own) before `up` to use others.
+MYSQL_HOST="${ONCEGUARD_MYSQL_HOST:-127.0.0.1}"
+MYSQL_PORT="${ONCEGUARD_MYSQL_PORT:-3306}"
+MYSQL_USER="${ONCEGUARD_MYSQL_USER:-root}"
+MYSQL_PASSWORD="${ONCEGUARD_MYSQL_PASSWORD:-}"
 MYSQL_DB="test"
-REDIS_HOST=127.0.0.1
-REDIS_PORT=6379
+# An account stack.sh made for this checkout's tests (see mysql_stack_account) when none was given.
+if [[ -z ${ONCEGUARD_MYSQL_USER:-} && -s "$ROOT/.stack/state/mysql-account" ]]; then
+  { read -r MYSQL_USER; read -r MYSQL_PASSWORD; } <"$ROOT/.stack/state/mysql-account"
+fi
+REDIS_HOST="${ONCEGUARD_REDIS_HOST:-127.0.0.1}"
+REDIS_PORT="${ONCEGUARD_REDIS_PORT:-6379}"
 
 # JVM heap flags, overridable (space-separated), e.g. ONCEGUARD_KAFKA_HEAP="-Xmx1g".
 read -r -a KAFKA_HEAP <<<"${ONCEGUARD_KAFKA_HEAP:--Xms128m -Xmx512m}"
@@ -88,7 +100,7 @@ stop_pid() { # pid timeout name
 # One `apt-get update` per run, only when something must actually be installed.
 APT_UPDATED=0
 apt_install() {
-  [[ $(id -u) -eq 0 ]] || die "$* missing and not root: install it (apt-get install -y $*)"
+  [[ $(id -u) -eq 0 ]] || die "$* missing and not root: install it first (sudo apt-get install -y $*), then run this again"
   if [[ $APT_UPDATED -eq 0 ]]; then
     log "apt-get update"
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
@@ -121,19 +133,60 @@ take_lock() {
 
 # ----------------------------------------------------------------------------- MariaDB
 
+mysql_tcp() { # ARGS... -> the mysql client over TCP as the stack's account
+  MYSQL_PWD="$MYSQL_PASSWORD" mysql --protocol=TCP -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u"$MYSQL_USER" "$@"
+}
+
 mysql_tcp_login() {
-  command -v mysql >/dev/null 2>&1 &&
-    mysql --protocol=TCP -h "$MYSQL_HOST" -P "$MYSQL_PORT" -uroot --connect-timeout=3 \
-      -e 'SELECT 1' >/dev/null 2>&1
+  command -v mysql >/dev/null 2>&1 && mysql_tcp --connect-timeout=3 -e 'SELECT 1' >/dev/null 2>&1
+}
+
+# When root cannot log in over TCP without a password (Debian's default: root by unix socket
+# only), the tests get an account of their own instead, and root is left as it is. The account is
+# made once per host over the unix socket (which needs OS root); its password is kept in a
+# root-only file so every checkout on the host shares it, and this checkout's copy of the name and
+# password is in $STATE_DIR/mysql-account (and .stack/env).
+STACK_ACCOUNT=onceguard_stack
+STACK_ACCOUNT_PASSWORD_FILE=/var/lib/onceguard-stack/mysql-password
+
+mysql_stack_account() {
+  # The unix socket reaches the machine's default server: only use it for that server.
+  [[ $(id -u) -eq 0 && $MYSQL_PORT == 3306 && $MYSQL_HOST =~ ^(127\.0\.0\.1|localhost)$ ]] &&
+    mysql -uroot -e 'SELECT 1' >/dev/null 2>&1 ||
+    die "MariaDB at $MYSQL_HOST:$MYSQL_PORT refuses root over TCP without a password, and its unix socket is not open to this user. stack.sh never changes existing accounts: set ONCEGUARD_MYSQL_USER and ONCEGUARD_MYSQL_PASSWORD to an account allowed to create databases and users (GRANT ALL ON *.* TO ... WITH GRANT OPTION), then run this again"
+  local pw
+  if [[ -s $STACK_ACCOUNT_PASSWORD_FILE ]]; then
+    pw="$(cat "$STACK_ACCOUNT_PASSWORD_FILE")"
+  else
+    pw="$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+    install -d -m 700 "$(dirname "$STACK_ACCOUNT_PASSWORD_FILE")"
+    (umask 077; printf '%s' "$pw" >"$STACK_ACCOUNT_PASSWORD_FILE")
+  fi
+  log "MariaDB: root logs in by unix socket only; creating the tests' own account '$STACK_ACCOUNT' (root is not changed; password in $STACK_ACCOUNT_PASSWORD_FILE)"
+  local host
+  for host in localhost 127.0.0.1; do
+    mysql -uroot -e "CREATE USER IF NOT EXISTS '$STACK_ACCOUNT'@'$host' IDENTIFIED BY '$pw';
+      ALTER USER '$STACK_ACCOUNT'@'$host' IDENTIFIED BY '$pw';
+      GRANT ALL PRIVILEGES ON *.* TO '$STACK_ACCOUNT'@'$host' WITH GRANT OPTION;" ||
+      die "could not create the MariaDB account $STACK_ACCOUNT@$host over the unix socket"
+  done
+  MYSQL_USER=$STACK_ACCOUNT
+  MYSQL_PASSWORD=$pw
+  (umask 077; printf '%s\n%s\n' "$MYSQL_USER" "$MYSQL_PASSWORD" >"$STATE_DIR/mysql-account")
+  mysql_tcp_login || die "MariaDB: login as $STACK_ACCOUNT over TCP fails after creating it"
 }
 
 mariadb_up() {
   # The mysql client is needed for the checks below (mariadb-server brings it too).
   if ! command -v mysql >/dev/null 2>&1; then
-    if tcp_open "$MYSQL_HOST" "$MYSQL_PORT"; then apt_install mariadb-client; else apt_install mariadb-server; fi
+    if tcp_open "$MYSQL_HOST" "$MYSQL_PORT"; then
+      apt_install mariadb-client
+    else
+      apt_install mariadb-server
+    fi
   fi
   if mysql_tcp_login; then
-    log "MariaDB: reachable at $MYSQL_HOST:$MYSQL_PORT (root, empty password)"
+    log "MariaDB: reachable at $MYSQL_HOST:$MYSQL_PORT (user $MYSQL_USER)"
   else
     if ! tcp_open "$MYSQL_HOST" "$MYSQL_PORT"; then
       [[ -x /usr/sbin/mariadbd ]] || apt_install mariadb-server
@@ -156,17 +209,14 @@ mariadb_up() {
       echo "$pid" >"$STATE_DIR/started-mariadb.pid"
       log "MariaDB: started by stack.sh (pid ${pid:-?}); \`down\` will stop it"
     fi
-    if ! mysql_tcp_login; then
-      # A fresh MariaDB authenticates root by unix socket only; allow TCP with empty password.
-      log "MariaDB: TCP login as root failed, enabling mysql_native_password with empty password"
-      mysql -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" ||
-        die "could not change root authentication over the unix socket"
-      mysql_tcp_login || die "MariaDB: TCP login as root with empty password still fails"
-    fi
+  fi
+  if ! mysql_tcp_login; then
+    [[ -z ${ONCEGUARD_MYSQL_USER:-} ]] ||
+      die "MariaDB at $MYSQL_HOST:$MYSQL_PORT refuses ONCEGUARD_MYSQL_USER='$MYSQL_USER' (with ONCEGUARD_MYSQL_PASSWORD) over TCP"
+    mysql_stack_account
   fi
   # The project's tests use database `test`; fresh installs don't have it.
-  mysql --protocol=TCP -h "$MYSQL_HOST" -P "$MYSQL_PORT" -uroot \
-    -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`" >/dev/null
+  mysql_tcp -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`" >/dev/null
 }
 
 mariadb_down() {
@@ -426,8 +476,8 @@ write_env() {
     env_line ONCEGUARD_KAFKA_BOOTSTRAP "127.0.0.1:$(kafka_port)"
     env_line ONCEGUARD_MYSQL_HOST "$MYSQL_HOST"
     env_line ONCEGUARD_MYSQL_PORT "$MYSQL_PORT"
-    env_line ONCEGUARD_MYSQL_USER root
-    env_line ONCEGUARD_MYSQL_PASSWORD ""
+    env_line ONCEGUARD_MYSQL_USER "$MYSQL_USER"
+    env_line ONCEGUARD_MYSQL_PASSWORD "$MYSQL_PASSWORD"
     env_line ONCEGUARD_MYSQL_DATABASE "$MYSQL_DB"
     env_line ONCEGUARD_REDIS_URI "redis://$REDIS_HOST:$REDIS_PORT"
     env_line KAFKA_LIB "$KAFKA_LIB"
@@ -436,13 +486,20 @@ write_env() {
 }
 
 # promtool and prometheus, which AlertRulesTest and AlertsIT run (the shipped alert rules on a real
-# Prometheus): installed from Debian's package when missing. They are tools, not a service: nothing
-# is started here (on a host with systemd the package's own service would start on port 9090).
+# Prometheus): installed from Debian's package when missing. They are tools, not a service: the
+# package's own service (port 9090) is kept from starting by a policy-rc.d in place during the
+# install, which invoke-rc.d and deb-systemd-invoke both obey.
 prometheus_tools() {
   if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
     return 0
   fi
-  apt_install prometheus
+  local policy=/usr/sbin/policy-rc.d own_policy=0
+  if [[ $(id -u) -eq 0 && ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+  fi
+  apt_install prometheus || { [[ $own_policy -eq 0 ]] || rm -f "$policy"; return 1; }
+  [[ $own_policy -eq 0 ]] || rm -f "$policy"
+  log "prometheus: installed for its binaries; its service was not started"
 }
 
 # The toolchains of the example business containers in other languages, which PythonBusinessIT and
@@ -562,8 +619,36 @@ cmd_kafka_cli() {
     -cp "$KAFKA_LIB/*" "$@"
 }
 
+cmd_topic() {
+  [[ $# -ge 1 ]] || die "usage: stack.sh topic NAME [PARTITIONS]"
+  local bootstrap
+  bootstrap="$(cmd_bootstrap)"
+  cmd_kafka_cli org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create \
+    --if-not-exists --topic "$1" --partitions "${2:-3}" 2>&1 |
+    { grep -v -e '^WARNING: Due to limitations' -e 'best to use either' || true; }
+}
+
+cmd_produce() {
+  [[ $# -eq 1 ]] || die "usage: stack.sh produce TOPIC <lines of key|value"
+  local bootstrap
+  bootstrap="$(cmd_bootstrap)"
+  cmd_kafka_cli org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$1" \
+    --reader-property parse.key=true --reader-property 'key.separator=|'
+}
+
+cmd_consume() {
+  [[ $# -ge 1 ]] || die "usage: stack.sh consume TOPIC [MAX]"
+  local bootstrap
+  bootstrap="$(cmd_bootstrap)"
+  cmd_kafka_cli org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" \
+    --topic "$1" --from-beginning --max-messages "${2:-100}" --timeout-ms 10000 \
+    --formatter-property print.headers=true --formatter-property print.key=true \
+    --formatter-property headers.separator=' ' 2>&1 |
+    { grep -v -e 'KIP-848' -e '^Processed a total' -e 'TimeoutException' -e 'terminating consumer process' || true; }
+}
+
 usage() {
-  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -579,5 +664,8 @@ case "${1:-}" in
   kafka-kill)  shift; cmd_kafka_kill "$@" ;;
   kafka-start) shift; cmd_kafka_start "$@" ;;
   kafka-cli) shift; cmd_kafka_cli "$@" ;;
+  topic)     shift; cmd_topic "$@" ;;
+  produce)   shift; cmd_produce "$@" ;;
+  consume)   shift; cmd_consume "$@" ;;
   *)         usage ;;
 esac

@@ -40,7 +40,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  *   <li><b>Memory</b>: the standalone sidecar jar's RSS, idle and under a guarded backlog.
  * </ol>
  *
- * Writes {@code bench/target/results.json} (with the seed microbenchmark's
+ * Writes {@code bench/target/results.json} (with the FOR UPDATE vs CAS microbenchmark's
  * {@code bench/target/seed.json} merged in when present) and regenerates {@code docs/benchmarks.md}
  * with its charts.
  */
@@ -148,6 +148,7 @@ public final class Bench {
 
     Map<Scenario, List<Stats>> throughput = new EnumMap<>(Scenario.class);
     Map<Scenario, List<Stats>> paced = new EnumMap<>(Scenario.class);
+    Map<Scenario, List<Stats>> pacedLow = new EnumMap<>(Scenario.class);
     SidecarRss.Result rss = null;
     List<ScaleCell> scale = new ArrayList<>();
     int rate;
@@ -213,6 +214,18 @@ public final class Bench {
           }
         }
       }
+      System.out.printf(Locale.ROOT, "%npaced runs at %d rec/s (low load: nothing saturated, the guard's own latency) for %d s each%n",
+          LOW_PACED_RATE, o.pacedSeconds());
+      for (int rep = 1; rep <= o.repeats(); rep++) {
+        for (Scenario s : LOW_PACED) {
+          if (s != Scenario.GUARD_MACHINE_PROCESS || Files.isRegularFile(o.sidecarJar())) {
+            Stats st = runner.paced(s, LOW_PACED_RATE);
+            pacedLow.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
+            System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
+                st.count(), atBusiness(st));
+          }
+        }
+      }
       System.out.printf(Locale.ROOT, "%nscale: the guarded pipeline at 1 and 4 instances in one group, MySQL RTT 0 and 2 ms (delaying proxy)%n");
       for (double rtt : new double[] {0, 2}) {
         for (int instances : new int[] {1, 4}) {
@@ -237,7 +250,7 @@ public final class Bench {
         System.err.println("sidecar RSS not measured: no " + o.sidecarJar() + " (make build packages it)");
       }
     }
-    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale);
+    Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale, new Results.Paced(LOW_PACED_RATE, pacedLow));
     results.print();
     results.writeJson(o.out());
     Path copy = o.docs().resolve("benchmarks").resolve("results-" + o.label() + ".json");
@@ -285,7 +298,7 @@ public final class Bench {
   }
 
   /** Where and when the run happened, for the page. */
-  record RunInfo(String date, int cores, String loadAverage, String mariadbVersion, long mariadbPid) {
+  record RunInfo(String date, String commit, int cores, String loadAverage, String mariadbVersion, long mariadbPid) {
     static RunInfo capture(Options o, Env env, CpuMeter cpu) {
       String load;
       try {
@@ -302,9 +315,30 @@ public final class Bench {
         version = "?";
       }
       String date = ZonedDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm 'UTC'", Locale.ROOT));
-      return new RunInfo(date, Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
+      return new RunInfo(date, gitCommit(), Runtime.getRuntime().availableProcessors(), load, version, cpu.dbPid());
+    }
+
+    /** The checkout's commit, with {@code -dirty} when files differ from it; {@code unknown} outside git. */
+    private static String gitCommit() {
+      try {
+        Process p = new ProcessBuilder("git", "describe", "--always", "--dirty", "--abbrev=10").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        return p.waitFor() == 0 && !out.isEmpty() ? out : "unknown";
+      } catch (Exception e) {
+        return "unknown";
+      }
     }
   }
+
+  /**
+   * The low paced rate: far below any scenario's maximum, so record age there is the pipeline's own
+   * latency, not a queue. Baseline and guard run at it in the same run, for their difference.
+   */
+  static final int LOW_PACED_RATE = 100;
+
+  /** The scenarios paced at {@link #LOW_PACED_RATE}. */
+  static final List<Scenario> LOW_PACED =
+      List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.GUARD_NO_MACHINE, Scenario.GUARD_MACHINE_PROCESS);
 
   /** Record age in the scale cells is measured at this rate, low enough for one instance at 2 ms RTT. */
   static final int SCALE_PACED_RATE = 100;

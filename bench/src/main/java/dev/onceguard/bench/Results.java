@@ -15,8 +15,8 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * The run's figures: per scenario the medians over its repeats, the seed microbenchmark's rows
- * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes the contract of issue 9:
+ * The run's figures: per scenario the medians over its repeats, the FOR UPDATE vs CAS microbenchmark's rows
+ * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
  * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}, plus
  * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}; values that were not
@@ -59,10 +59,27 @@ final class Results {
   final JsonNode seed;
   final boolean seedPresent;
   final List<Bench.ScaleCell> scale;
+  final Paced low;
+
+  /** The paced runs at one fixed rate, per scenario. */
+  record Paced(int rate, Map<Scenario, List<Stats>> runs) {
+    List<Stats> of(Scenario s) {
+      return runs.getOrDefault(s, List.of());
+    }
+
+    Double p50(Scenario s) {
+      return median(of(s), Stats::p50);
+    }
+
+    Double p99(Scenario s) {
+      return median(of(s), Stats::p99);
+    }
+  }
 
   private Results(Bench.RunInfo info, Map<Scenario, Row> rows, int pacedRate, SidecarRss.Result rss, JsonNode seed, boolean seedPresent,
-      List<Bench.ScaleCell> scale) {
+      List<Bench.ScaleCell> scale, Paced low) {
     this.scale = List.copyOf(scale);
+    this.low = low;
     this.info = info;
     this.rows = rows;
     this.pacedRate = pacedRate;
@@ -72,7 +89,7 @@ final class Results {
   }
 
   static Results of(Bench.RunInfo info, Map<Scenario, List<Stats>> throughput, Map<Scenario, List<Stats>> paced, int rate,
-      SidecarRss.Result rss, Path seedJson, List<Bench.ScaleCell> scale) throws IOException {
+      SidecarRss.Result rss, Path seedJson, List<Bench.ScaleCell> scale, Paced low) throws IOException {
     Double base = median(throughput.get(Scenario.BASELINE), Stats::throughput);
     Map<Scenario, Row> rows = new LinkedHashMap<>();
     for (Scenario s : Scenario.values()) {
@@ -95,7 +112,7 @@ final class Results {
         System.err.println(seedJson + " is not a JSON array: not merged");
       }
     }
-    return new Results(info, rows, rate, rss, seed, present, scale);
+    return new Results(info, rows, rate, rss, seed, present, scale, low);
   }
 
   /** Median of the non-null, finite values, or null when there are none. */
@@ -145,9 +162,47 @@ final class Results {
       cells.add(m);
     }
     root.put("scale", cells);
+    Map<String, Object> lowScenarios = new LinkedHashMap<>();
+    for (Scenario s : low.runs().keySet()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("p50_ms", round(low.p50(s), 2));
+      m.put("p99_ms", round(low.p99(s), 2));
+      lowScenarios.put(s.id, m);
+    }
+    Map<String, Object> lowNode = new LinkedHashMap<>();
+    lowNode.put("rate", low.rate());
+    lowNode.put("scenarios", lowScenarios);
+    root.put("paced_low", lowNode);
+    root.put("age_vs_baseline", ageVsBaseline());
     Path parent = path.toAbsolutePath().getParent();
     Files.createDirectories(parent);
     JSON.writeValue(path.toFile(), root);
+  }
+
+  /**
+   * {@code guard_machine} against {@code baseline} at the same rate, and the packaged process against
+   * the in-process sidecar: {@code {"r100": {p50_diff_ms, p99_diff_ms}, "half_max": {p99_ratio},
+   * "process_p99_ratio"}} ({@code r<low rate>}); null where a side was not measured.
+   */
+  Map<String, Object> ageVsBaseline() {
+    Map<String, Object> lowDiff = new LinkedHashMap<>();
+    lowDiff.put("p50_diff_ms", round(diff(low.p50(Scenario.GUARD_MACHINE), low.p50(Scenario.BASELINE)), 2));
+    lowDiff.put("p99_diff_ms", round(diff(low.p99(Scenario.GUARD_MACHINE), low.p99(Scenario.BASELINE)), 2));
+    Map<String, Object> half = new LinkedHashMap<>();
+    half.put("p99_ratio", round(ratio(rows.get(Scenario.GUARD_MACHINE).p99(), rows.get(Scenario.BASELINE).p99()), 3));
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("r" + low.rate(), lowDiff);
+    out.put("half_max", half);
+    out.put("process_p99_ratio", round(ratio(rows.get(Scenario.GUARD_MACHINE_PROCESS).p99(), rows.get(Scenario.GUARD_MACHINE).p99()), 3));
+    return out;
+  }
+
+  static Double diff(Double a, Double b) {
+    return a == null || b == null ? null : a - b;
+  }
+
+  static Double ratio(Double a, Double b) {
+    return a == null || b == null || b == 0 ? null : a / b;
   }
 
   static Double round(Double v, int digits) {

@@ -74,12 +74,17 @@ public final class KafkaSupport implements AutoCloseable {
     return name;
   }
 
+  /** Whether the broker lists {@code name}. */
+  public boolean topicExists(String name) {
+    return get(admin.listTopics().names()).contains(name);
+  }
+
   /** Deletes {@code name} now and waits until the broker no longer lists it. */
   public void deleteTopic(String name) throws InterruptedException {
     get(admin.deleteTopics(List.of(name)).all());
     created.remove(name);
     long deadline = System.nanoTime() + TIMEOUT.toNanos();
-    while (get(admin.listTopics().names()).contains(name)) {
+    while (topicExists(name)) {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("topic " + name + " still listed " + TIMEOUT + " after its deletion");
       }
@@ -128,6 +133,17 @@ public final class KafkaSupport implements AutoCloseable {
         out.put(tp, om.offset());
       }
     });
+    return out;
+  }
+
+  /** Every consumer group that has an offset committed for a partition of {@code topic}. */
+  public List<String> groupsWithOffsetsOn(String topic) {
+    List<String> out = new ArrayList<>();
+    for (var g : get(admin.listConsumerGroups().all())) {
+      if (!committedOffsets(g.groupId(), topic).isEmpty()) {
+        out.add(g.groupId());
+      }
+    }
     return out;
   }
 

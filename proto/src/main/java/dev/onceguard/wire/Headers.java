@@ -54,6 +54,12 @@ public final class Headers {
   public static final String APPLIED_PARTITION = PREFIX + "applied-partition";
   /** CONFLICTING_FACT: offset of the record that applied the transition, decimal. */
   public static final String APPLIED_OFFSET = PREFIX + "applied-offset";
+  /**
+   * On a record produced again by {@code onceguard redrive}: how many times it was redriven,
+   * decimal. The sidecar copies a source record's headers to its escalation, so the count survives
+   * the next escalation, and {@code redrive --max-redrives} refuses a record that keeps coming back.
+   */
+  public static final String REDRIVE_COUNT = PREFIX + "redrive-count";
   /** Time of the verdict, milliseconds since the epoch, decimal. */
   public static final String TIMESTAMP = PREFIX + "timestamp";
   /**

@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * Issue 9: does {@code SELECT … FOR UPDATE} (row lock held across the client's round trips) blow up
+ * Does {@code SELECT … FOR UPDATE} (row lock held across the client's round trips) blow up
  * in p99 at 4+ consumer instances while a one-statement CAS {@code UPDATE … WHERE state=? AND
  * version=?} stays flat, once there is network round-trip time between the workers and MySQL?
  *

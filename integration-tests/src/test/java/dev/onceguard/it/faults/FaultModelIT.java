@@ -217,7 +217,7 @@ class FaultModelIT {
     Business business = new Business(s.script());
     World w = new World(db, prefix, plan, business, System.currentTimeMillis());
     business.bind(w);
-    List<ConsumerRecord<byte[], byte[]>> records = s.records(route.topics().get(0), runId);
+    List<ConsumerRecord<byte[], byte[]>> records = s.records(route.intake().topics().get(0), runId);
     List<String> violations = new ArrayList<>();
     int[] instances = {0};
     java.util.function.Supplier<Instance> next =

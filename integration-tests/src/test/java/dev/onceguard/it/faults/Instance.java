@@ -71,9 +71,9 @@ final class Instance {
     MachineConfig machine = route.machine() == null ? null : config.machines().get(route.machine());
     this.guard = new Guard(new Store(realStore), new Cache(l1), config.machines(), config.routes(), world, owner, timers);
     // fixed jitter: the same schedule waits the same times
-    Backoff backoff = new Backoff(route.retry().initialBackoff(), route.retry().maxBackoff(), new Random(7));
+    Backoff backoff = new Backoff(route.delivery().retry().initialBackoff(), route.delivery().retry().maxBackoff(), new Random(7));
     Dispatcher business;
-    if (route.mode() == RouteConfig.Mode.PULL) {
+    if (route.delivery().mode() == RouteConfig.Mode.PULL) {
       // pull mode: the real hub, with one subscriber stream whose business is the run's
       this.hub = new PullHub(config, timers);
       new Subscriber(hub);

@@ -530,7 +530,7 @@ class GaleraIT {
     RouteConfig route = nodes.get(0).config().routes().stream().filter(r -> r.name().equals(routeName)).findFirst().orElseThrow();
     var event = ((Extraction.Ok) new Extractor(route, nodes.get(0).config().machines().get(route.machine()))
         .extract(null, json.getBytes(StandardCharsets.UTF_8), new RecordHeaders())).event();
-    Source source = new Source(route.topics().get(0), 0, offsets.incrementAndGet());
+    Source source = new Source(route.intake().topics().get(0), 0, offsets.incrementAndGet());
     try {
       return ClaimLoop.decide(g, route, event, source, 30_000, t.contentionSurfaced::incrementAndGet);
     } catch (CompletionException e) {

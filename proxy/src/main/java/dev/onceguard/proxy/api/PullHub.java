@@ -63,7 +63,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
   public PullHub(SidecarConfig config, Scheduler timer) {
     this.timer = timer;
     for (RouteConfig r : config.routes()) {
-      if (r.mode() == RouteConfig.Mode.PULL) {
+      if (r.delivery().mode() == RouteConfig.Mode.PULL) {
         hubs.put(r.name(), new RouteHub(r));
       }
     }
@@ -329,10 +329,10 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
         }
       }
       log.warn("route {}: delivery {} not acknowledged by '{}' within {} ms; retrying it", route.name(),
-          p.delivery.getDeliveryId(), s.name, route.handlerTimeout().toMillis());
+          p.delivery.getDeliveryId(), s.name, route.delivery().handlerTimeout().toMillis());
       // like a push deadline: the attempt may have been seen; the processor backs off, flags the
       // next attempt as a redelivery and gives up after retry.max-attempts
-      p.result.complete(DispatchResult.retry("not acknowledged within " + route.handlerTimeout().toMillis() + " ms"));
+      p.result.complete(DispatchResult.retry("not acknowledged within " + route.delivery().handlerTimeout().toMillis() + " ms"));
       pump();
     }
 
@@ -403,7 +403,7 @@ public final class PullHub extends DeliveriesGrpc.DeliveriesImplBase implements 
         p.sentTo = target;
         target.outstanding.put(p.delivery.getDeliveryId(), p);
         Subscriber t = target;
-        p.timeout = timer.delay(route.handlerTimeout()).toCompletableFuture();
+        p.timeout = timer.delay(route.delivery().handlerTimeout()).toCompletableFuture();
         if (p.timeout.isDone()) {
           due.add(p);
         } else {

@@ -5,8 +5,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * A state machine as configured. Validated by {@link ConfigReader}: every state named by an event
- * is declared, every state is reachable from a creating event, event names are unique.
+ * A state machine as configured. Validated by {@link MachineSettings} with {@link MachineGraph}:
+ * every state named by an event is declared, every state is reachable from a creating event, event
+ * names are unique.
  *
  * @param states declared states, in declaration order
  * @param terminal states no event leaves

@@ -178,11 +178,6 @@ public record SidecarConfig(
    *     checked for changes ({@code sidecar.reload-interval})
    */
   public record ApiSecurity(TlsConfig tls, java.nio.file.Path tokenFile, List<String> allowedClients, Duration reloadInterval) {
-    /** Plaintext, no authentication: the default. */
-    public static ApiSecurity none() {
-      return new ApiSecurity(null, null, List.of(), ConfigReader.DEFAULT_RELOAD_INTERVAL);
-    }
-
     /** True when Guard and Deliveries calls must authenticate (a token, or an allowed client name). */
     public boolean authenticates() {
       return tokenFile != null || !allowedClients.isEmpty();

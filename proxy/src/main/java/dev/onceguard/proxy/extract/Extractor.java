@@ -94,11 +94,11 @@ public final class Extractor {
   public Extractor(RouteConfig route, MachineConfig machine) {
     this.route = route;
     this.machine = machine;
-    List<FieldSource> all = new ArrayList<>(route.businessKey());
-    all.addAll(route.fingerprint());
-    all.addAll(route.entityId());
-    if (route.event() != null) {
-      all.add(route.event());
+    List<FieldSource> all = new ArrayList<>(route.extraction().businessKey());
+    all.addAll(route.extraction().fingerprint());
+    all.addAll(route.extraction().entityId());
+    if (route.extraction().event() != null) {
+      all.add(route.extraction().event());
     }
     this.needsValue = all.stream().anyMatch(f -> f instanceof FieldSource.ValuePointer);
     this.needsKeyJson = all.stream().anyMatch(f -> f instanceof FieldSource.Key k && !k.pointer().isEmpty());
@@ -109,12 +109,12 @@ public final class Extractor {
    * {@code null} without a machine or if a field is absent, blank or unreadable.
    */
   public String entityIdOrNull(byte[] key, byte[] value, Headers headers) {
-    if (route.entityId().isEmpty()) {
+    if (route.extraction().entityId().isEmpty()) {
       return null;
     }
     try {
       List<String> values = new ArrayList<>();
-      return readKeyFields(new Parsed(key, value, headers), route.entityId(), values) == null ? canonicalEntityId(values) : null;
+      return readKeyFields(new Parsed(key, value, headers), route.extraction().entityId(), values) == null ? canonicalEntityId(values) : null;
     } catch (RuntimeException | IOException e) {
       return null;
     }
@@ -157,28 +157,28 @@ public final class Extractor {
     String entityId = null;
     String event = null;
     try {
-      if (!route.entityId().isEmpty()) {
+      if (!route.extraction().entityId().isEmpty()) {
         List<String> values = new ArrayList<>();
-        FieldSource absent = readKeyFields(p, route.entityId(), values);
+        FieldSource absent = readKeyFields(p, route.extraction().entityId(), values);
         if (absent != null) {
           return missingKeyField(absent, values, null, null);
         }
         entityId = canonicalEntityId(values);
         int chars = entityId.codePointCount(0, entityId.length());
         if (chars > MAX_ENTITY_ID_CHARS) {
-          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") is " + chars
+          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.extraction().entityId()) + ") is " + chars
               + " characters long; at most " + MAX_ENTITY_ID_CHARS + " fit og_entity.entity_id", null, null);
         }
         if (entityId.endsWith(" ")) {
-          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.entityId()) + ") ends with a space, which"
+          return new Extraction.Failed(Reason.MALFORMED, "entity id (" + names(route.extraction().entityId()) + ") ends with a space, which"
               + " MySQL's PAD SPACE collation of og_entity.entity_id ignores: it would share one entity row with the id"
               + " without the trailing spaces, yet be ordered apart from it", null, null);
         }
       }
-      if (route.event() != null) {
-        event = p.read(route.event());
+      if (route.extraction().event() != null) {
+        event = p.read(route.extraction().event());
         if (event == null) {
-          return missing(route.event(), null, entityId, null);
+          return missing(route.extraction().event(), null, entityId, null);
         }
         if (!machine.events().containsKey(event)) {
           return new Extraction.Failed(
@@ -194,12 +194,12 @@ public final class Extractor {
         keyEnc.add("@event", event);
       }
       List<String> keyValues = new ArrayList<>();
-      FieldSource absent = readKeyFields(p, route.businessKey(), keyValues);
+      FieldSource absent = readKeyFields(p, route.extraction().businessKey(), keyValues);
       if (absent != null) {
         return missingKeyField(absent, keyValues, entityId, event);
       }
       for (int i = 0; i < keyValues.size(); i++) {
-        String name = route.businessKey().get(i).name();
+        String name = route.extraction().businessKey().get(i).name();
         keyEnc.add(name, keyValues.get(i));
         if (readable.length() > 0) {
           readable.append(", ");
@@ -207,15 +207,15 @@ public final class Extractor {
         readable.append(name).append('=').append(keyValues.get(i));
       }
       String fingerprint;
-      if (!route.fingerprint().isEmpty()) {
+      if (!route.extraction().fingerprint().isEmpty()) {
         Canonical fp = new Canonical();
-        for (FieldSource f : route.fingerprint()) {
+        for (FieldSource f : route.extraction().fingerprint()) {
           String v = p.read(f);
           fp.add(f.name(), v == null ? "\u0000absent" : v);
         }
         fingerprint = fp.digest();
       } else {
-        fingerprint = p.wholeValueFingerprint(route.fingerprintExclude());
+        fingerprint = p.wholeValueFingerprint(route.extraction().fingerprintExclude());
       }
       String businessKey = readable.toString();
       if (businessKey.length() > 2000) {

@@ -163,8 +163,8 @@ public final class Guard implements AutoCloseable {
     String activeKey = route.name() + ":" + e.dedupKey();
     long now = clock.nowMillis();
     ClaimPolicy.Attempt a = new ClaimPolicy.Attempt(route.name(), m, ev, e, source, owner, active.containsKey(activeKey), now,
-        route.earlyArrivalRetry().toMillis());
-    ClaimCommand cmd = new ClaimCommand(route.name(), m == null ? null : m.name(), ev, e, source, owner, now, route.lease().toMillis());
+        route.timings().earlyArrivalRetry().toMillis());
+    ClaimCommand cmd = new ClaimCommand(route.name(), m == null ? null : m.name(), ev, e, source, owner, now, route.timings().lease().toMillis());
     return retryingContention(() -> store.claim(cmd), 1)
         .thenCompose(o -> settle(a, cmd, o, 0))
         .thenApply(r -> {
@@ -314,7 +314,7 @@ public final class Guard implements AutoCloseable {
         return CompletableFuture.completedFuture(false);
       }
       CompletionStage<Boolean> written =
-          cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.redisTtl(),
+          cache.remember(route.name(), claim.dedupKey(), claim.fingerprint(), now, route.timings().redisTtl(),
               claim.source() == null ? null : claim.source().toString()).thenApply(x -> true);
       return awaitL1 ? written : CompletableFuture.completedFuture(true);
     });
@@ -339,8 +339,9 @@ public final class Guard implements AutoCloseable {
 
   /** Extends the lease by the route's lease length (from the database's now). */
   public CompletionStage<Claim> renew(RouteConfig route, Claim claim) {
-    long until = clock.nowMillis() + route.lease().toMillis();
-    return retryingContention(() -> store.renew(claim, route.lease().toMillis()), 1).thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
+    long until = clock.nowMillis() + route.timings().lease().toMillis();
+    return retryingContention(() -> store.renew(claim, route.timings().lease().toMillis()), 1)
+        .thenApply(ok -> ok ? claim.withLeaseUntil(until) : null);
   }
 
   /**

@@ -143,7 +143,7 @@ public final class GuardedProcessor implements RecordProcessor {
   @Override
   public String orderingKey(ConsumerRecord<byte[], byte[]> r) {
     String id = null;
-    if (!route.entityId().isEmpty()) {
+    if (!route.extraction().entityId().isEmpty()) {
       // the whole extraction, kept for the record's run: the value is parsed once, not twice
       Extraction x = extractor.extract(r.key(), r.value(), r.headers());
       extractedForOrdering.put(r, x);
@@ -503,12 +503,12 @@ public final class GuardedProcessor implements RecordProcessor {
         return;
       }
       startWaiting(now);
-      if (waited(now) >= route.earlyArrivalTimeout().toMillis()) {
+      if (waited(now) >= route.timings().earlyArrivalTimeout().toMillis()) {
         finish(w.ifTimedOut(), false);
         return;
       }
       park();
-      waitParked(route.earlyArrivalRetry());
+      waitParked(route.timings().earlyArrivalRetry());
     }
 
     void startWaiting(long now) {
@@ -569,13 +569,14 @@ public final class GuardedProcessor implements RecordProcessor {
       }
       state = State.ESCALATING;
       Span span = trace.step("onceguard.escalate");
-      escalator.escalate(route.escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span)).whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
+      escalator.escalate(route.outputs().escalationTopic(), record, v, clock.nowMillis(), RecordSpan.traceparent(span))
+          .whenComplete(step(span, x -> v.getReason().name(), (x, e) -> {
         if (e != null) {
-          storeTrouble("escalation to " + route.escalationTopic(), e, () -> escalate(v));
+          storeTrouble("escalation to " + route.outputs().escalationTopic(), e, () -> escalate(v));
           return;
         }
         RecordLog.fields(log.atInfo(), route.name(), record, event, v, trace)
-            .log("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.escalationTopic());
+            .log("{}: escalated {} ({}) to {}", where(), v.getReason(), v.getDetail(), route.outputs().escalationTopic());
         complete(v, false);
       }));
     }
@@ -586,12 +587,12 @@ public final class GuardedProcessor implements RecordProcessor {
       if (v.getDisposition() != Disposition.ACCEPTED) {
         guard.record(v, source);
       }
-      Supplier<CompletionStage<Void>> publish = () -> route.verdictTopic() == null
+      Supplier<CompletionStage<Void>> publish = () -> route.outputs().verdictTopic() == null
           ? CompletableFuture.completedFuture(null)
-          : escalator.publishVerdict(route.verdictTopic(), record, v);
+          : escalator.publishVerdict(route.outputs().verdictTopic(), record, v);
       publish.get().whenComplete(step((x, e) -> {
         if (e != null) {
-          storeTrouble("verdict publish to " + route.verdictTopic(), e, () -> complete(v, forwarded));
+          storeTrouble("verdict publish to " + route.outputs().verdictTopic(), e, () -> complete(v, forwarded));
           return;
         }
         try {
@@ -649,7 +650,7 @@ public final class GuardedProcessor implements RecordProcessor {
           return;
         }
         long now = clock.nowMillis();
-        long margin = Math.min(2000, route.lease().toMillis() / 4);
+        long margin = Math.min(2000, route.timings().lease().toMillis() / 4);
         if (claim.leaseUntilMillis() - margin <= now) {
           // never call the business on a lease that may already belong to someone else: renew
           // first; if that cannot be done, claim the record again from scratch
@@ -682,7 +683,7 @@ public final class GuardedProcessor implements RecordProcessor {
         Span span = trace.handle(n);
         long began = System.nanoTime();
         CompletableFuture<DispatchResult> call =
-            dispatcher.dispatch(d, route.handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
+            dispatcher.dispatch(d, route.delivery().handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
         call.whenComplete(step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
           timed(VerdictListener.Step.HANDLE, began);
@@ -703,7 +704,7 @@ public final class GuardedProcessor implements RecordProcessor {
           case REJECT -> abort("business rejected it at attempt " + n + ": " + res.message());
           case RETRY -> {
             maybeSeen |= res.maybeDelivered();
-            if (!res.businessDown() && ++counted >= route.retry().maxAttempts()) {
+            if (!res.businessDown() && ++counted >= route.delivery().retry().maxAttempts()) {
               abort("business did not apply it after " + n + " attempts; last: " + res.message()
                   + (maybeSeen ? "; " + MAY_HAVE_APPLIED : ""));
               return;
@@ -729,7 +730,7 @@ public final class GuardedProcessor implements RecordProcessor {
         if (renewTimer != null || renewalStopped) {
           return;
         }
-        Duration every = route.lease().dividedBy(3);
+        Duration every = route.timings().lease().dividedBy(3);
         CompletableFuture<Void> t = scheduler.delay(every).toCompletableFuture();
         renewTimer = t;
         t.whenComplete((v, e) -> ctx.execute(() -> {

@@ -2,7 +2,7 @@ package dev.onceguard.proxy.guard;
 
 import dev.onceguard.proxy.config.MachineConfig;
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
-import java.util.ArrayDeque;
+import dev.onceguard.proxy.config.MachineGraph;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -25,30 +25,14 @@ public final class StateMachine {
   }
 
   private final MachineConfig config;
-  /** state -> every state reachable from it in one or more steps. */
-  private final Map<String, Set<String>> reach = new HashMap<>();
+  /** The transitions and their reachability, shared with the configuration's checks. */
+  private final MachineGraph graph;
   /** state -> the states on every path from creation to it (its dominators, itself included). */
   private final Map<String, Set<String>> dominators = new HashMap<>();
 
   public StateMachine(MachineConfig config) {
     this.config = config;
-    Map<String, Set<String>> next = new HashMap<>();
-    for (EventConfig e : config.events().values()) {
-      for (String f : e.from()) {
-        next.computeIfAbsent(f, k -> new HashSet<>()).add(e.to());
-      }
-    }
-    for (String s : config.states()) {
-      Set<String> r = new HashSet<>();
-      ArrayDeque<String> q = new ArrayDeque<>(next.getOrDefault(s, Set.of()));
-      while (!q.isEmpty()) {
-        String x = q.poll();
-        if (r.add(x)) {
-          q.addAll(next.getOrDefault(x, Set.of()));
-        }
-      }
-      reach.put(s, Set.copyOf(r));
-    }
+    this.graph = new MachineGraph(config);
     computeDominators();
   }
 
@@ -58,11 +42,8 @@ public final class StateMachine {
    */
   private void computeDominators() {
     Map<String, Set<String>> pred = new HashMap<>();
-    Set<String> roots = new HashSet<>();
+    Set<String> roots = graph.createdIn();
     for (EventConfig e : config.events().values()) {
-      if (e.creating()) {
-        roots.add(e.to());
-      }
       for (String f : e.from()) {
         pred.computeIfAbsent(e.to(), k -> new HashSet<>()).add(f);
       }
@@ -122,11 +103,11 @@ public final class StateMachine {
 
   /** True if {@code to} can be reached from {@code from} in one or more transitions. */
   public boolean reachable(String from, String to) {
-    return reach.getOrDefault(from, Set.of()).contains(to);
+    return graph.reachable(from, to);
   }
 
   public boolean terminal(String state) {
-    return config.terminal().contains(state) || reach.getOrDefault(state, Set.of()).isEmpty();
+    return config.terminal().contains(state) || graph.deadEnd(state);
   }
 
   /**

@@ -199,7 +199,9 @@ final class AdminCommands {
 
   @Command(name = "redrive", mixinStandardHelpOptions = true,
       description = "Produce escalated records of a route to their original topic again (after a fix), without the onceguard-* headers;"
-          + " an escalation too large to hold the whole record is produced from its original, read back at its coordinates.")
+          + " an escalation too large to hold the whole record is produced from its original, read back at its coordinates. Each record"
+          + " is checked first against the ledger and its entity: one that could only come back as a duplicate is skipped (unless"
+          + " --force), one redriven --max-redrives times already is refused.")
   static final class Redrive extends Main.ConfigCommand {
     @Option(names = "--route", required = true, paramLabel = "NAME", description = "The route whose escalation topic to read.")
     String route;
@@ -223,24 +225,54 @@ final class AdminCommands {
     @Option(names = "--to-offset", paramLabel = "OFFSET", description = "Only offsets below this (with --partition).")
     Long toOffset;
 
-    @Option(names = "--dry-run", description = "Print what would be produced; produce nothing.")
+    @Option(names = "--dry-run", description = "Classify every selected record against the ledger and its entity's current state"
+        + " (APPLY, DUPLICATE, CONFLICT, REFUSED, WAIT, INVALID) and print what would be produced; produce nothing.")
     boolean dryRun;
+
+    @Option(names = "--groups", description = "Print the escalations grouped by reason and normalised detail (id, count, first and"
+        + " last time); produce nothing.")
+    boolean listGroups;
+
+    @Option(names = "--group", paramLabel = "ID", description = "Only the escalations of this group (an id printed by --groups).")
+    String group;
+
+    @Option(names = "--rate", paramLabel = "N/s", description = "Produce at most N records a second (e.g. 50/s); default: as fast as"
+        + " the producer goes.")
+    String rate;
+
+    @Option(names = "--max-redrives", paramLabel = "N", defaultValue = "3", description = "Refuse a record redriven N times already"
+        + " (the onceguard-redrive-count header; default ${DEFAULT-VALUE}).")
+    int maxRedrives;
+
+    @Option(names = "--force", description = "Also produce records that would only come back as duplicates (and skip the check).")
+    boolean force;
+
+    @Option(names = "--json", description = "One JSON object per selected record instead of a text line.")
+    boolean json;
 
     @Override
     int call(SidecarConfig cfg, PrintWriter out, PrintWriter err) {
       RouteConfig r;
+      double perSecond;
       try {
         r = route(cfg, route);
         if ((fromOffset != null || toOffset != null) && partition == null) {
           throw new IllegalArgumentException("--from-offset/--to-offset: give --partition too (offsets are per partition)");
         }
+        if (maxRedrives < 1) {
+          throw new IllegalArgumentException("--max-redrives: give 1 or more");
+        }
+        perSecond = RedriveSender.parseRate(rate);
       } catch (IllegalArgumentException e) {
         err.println("config error: " + e.getMessage());
         err.flush();
         return Main.EXIT_CONFIG;
       }
-      String topic = r.escalationTopic();
-      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(clientProps(cfg, true))) {
+      String topic = r.outputs().escalationTopic();
+      // the guard's view of each record is read only when it decides something: a dry run, or the skip of duplicates
+      boolean check = !listGroups && (dryRun || !force);
+      try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(clientProps(cfg, true));
+          MysqlGuardStore store = check ? new MysqlGuardStore(new Db(cfg.mysql()), cfg.mysql().tablePrefix()) : null) {
         List<PartitionInfo> infos = consumer.partitionsFor(topic, java.time.Duration.ofSeconds(15));
         if (infos == null || infos.isEmpty()) {
           err.println("error: escalation topic '" + topic + "' of route '" + r.name() + "' does not exist");
@@ -261,7 +293,10 @@ final class AdminCommands {
         consumer.assign(parts);
         Map<TopicPartition, Long> end = consumer.endOffsets(parts);
         seekStart(consumer, parts);
+        EscalationGroups groups = new EscalationGroups();
+        RedrivePlan plan = new RedrivePlan(check ? StorePreview.of(cfg, r, store) : null, maxRedrives, force);
         List<ProducerRecord<byte[], byte[]>> chosen = new ArrayList<>();
+        List<RedrivePlan.Entry> chosenEntries = new ArrayList<>();
         Map<TopicPartition, Long> remaining = new HashMap<>(end);
         remaining.entrySet().removeIf(e -> consumer.position(e.getKey()) >= e.getValue());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -274,7 +309,15 @@ final class AdminCommands {
               continue;
             }
             ProducerRecord<byte[], byte[]> again = select(rec, r.name());
-            if (again != null && partial(rec)) {
+            if (again == null) {
+              continue;
+            }
+            String groupId = groups.add(header(rec, Headers.REASON), header(rec, Headers.DETAIL),
+                parseLong(header(rec, Headers.TIMESTAMP), rec.timestamp()));
+            if (listGroups || (group != null && !group.equals(groupId))) {
+              continue;
+            }
+            if (partial(rec)) {
               if (originals == null) {
                 originals = new KafkaConsumer<>(clientProps(cfg, true));
               }
@@ -289,11 +332,18 @@ final class AdminCommands {
               }
               again = original;
             }
-            if (again != null) {
-              chosen.add(again);
-              out.printf(Locale.ROOT, "%s %s/%d@%d -> %s (reason %s, consumed at %s/%s@%s)%n", dryRun ? "would redrive" : "redrive",
+            RedrivePlan.Entry entry = plan.decide(rec, again, groupId, System.currentTimeMillis());
+            if (entry.action() == RedrivePlan.Action.SEND) {
+              chosen.add(RedrivePlan.counted(again, entry.redrives()));
+              chosenEntries.add(entry);
+            }
+            if (json) {
+              out.println(entry.json());
+            } else {
+              out.printf(Locale.ROOT, "%s %s/%d@%d -> %s (reason %s, consumed at %s/%s@%s) %s%n",
+                  entry.action() != RedrivePlan.Action.SEND ? (dryRun ? "would not redrive" : "not redriven") : dryRun ? "would redrive" : "redrive",
                   rec.topic(), rec.partition(), rec.offset(), again.topic(), header(rec, Headers.REASON), again.topic(),
-                  header(rec, Headers.ORIGINAL_PARTITION), header(rec, Headers.ORIGINAL_OFFSET));
+                  header(rec, Headers.ORIGINAL_PARTITION), header(rec, Headers.ORIGINAL_OFFSET), entry.text());
             }
           }
           remaining.entrySet().removeIf(e -> consumer.position(e.getKey()) >= e.getValue()
@@ -304,13 +354,21 @@ final class AdminCommands {
           err.flush();
           return Main.EXIT_FAILURE;
         }
+        if (listGroups) {
+          groups.groups().forEach(g -> out.println(g.line()));
+          out.printf(Locale.ROOT, "%d group(s) of route '%s'; redrive --group ID sends one%n", groups.groups().size(), r.name());
+          out.flush();
+          return Main.EXIT_OK;
+        }
         if (!dryRun && !chosen.isEmpty()) {
           try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(clientProps(cfg, false))) {
-            for (ProducerRecord<byte[], byte[]> p : chosen) {
-              producer.send(p).get(30, TimeUnit.SECONDS);
+            List<String> sentTo = new RedriveSender(producer, perSecond, err).send(chosen);
+            for (int i = 0; i < sentTo.size(); i++) {
+              out.println("sent " + chosenEntries.get(i).escalation() + " -> " + sentTo.get(i));
             }
           }
         }
+        out.print(plan.summary());
         out.printf(Locale.ROOT, "%d record(s) of route '%s' %s%n", chosen.size(), r.name(), dryRun ? "would be redriven (dry run)" : "redriven");
         out.flush();
         if (gone > 0) {

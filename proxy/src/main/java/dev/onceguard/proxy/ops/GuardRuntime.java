@@ -116,7 +116,7 @@ public final class GuardRuntime implements AutoCloseable {
    * one, and a few more for the readiness probe and margin.
    */
   static int storeQueueBound(SidecarConfig config) {
-    long records = config.routes().stream().mapToLong(RouteConfig::maxInFlight).sum();
+    long records = config.routes().stream().mapToLong(r -> r.intake().maxInFlight()).sum();
     long steps = 2 * records + 2L * GuardService.callBound(config) + Guard.DECISION_LOG_SLOTS + config.mysql().poolSize() + 16;
     return (int) Math.min(Integer.MAX_VALUE, steps);
   }
@@ -276,10 +276,10 @@ public final class GuardRuntime implements AutoCloseable {
           listener.onStep(routeName, step, nanos);
         }
       };
-      Dispatcher d = route.mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
+      Dispatcher d = route.delivery().mode() == RouteConfig.Mode.PULL ? pullHub.dispatcher(route.name()) : ctx.dispatcher();
       return new GuardedProcessor(route, route.machine() == null ? null : config.machines().get(route.machine()), guard,
-          d, escalator, ctx.scheduler(), Backoff.of(route.name(), route.retry()), ctx.deliveryIds(),
-          route.mode() == RouteConfig.Mode.PULL ? withNotices : listener, tracing);
+          d, escalator, ctx.scheduler(), Backoff.of(route.name(), route.delivery().retry()), ctx.deliveryIds(),
+          route.delivery().mode() == RouteConfig.Mode.PULL ? withNotices : listener, tracing);
     };
   }
 

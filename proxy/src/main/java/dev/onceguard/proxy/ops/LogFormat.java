@@ -5,7 +5,7 @@ import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.ConsoleAppender;
-import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.SidecarSettings;
 import net.logstash.logback.encoder.LogstashEncoder;
 import org.slf4j.LoggerFactory;
 
@@ -32,8 +32,8 @@ public final class LogFormat {
 
   /** Applies {@value ConfigReader#LOG_FORMAT_ENV} when it names a format (a bad value is reported by the config read). */
   static void applyEnvironment() {
-    String f = System.getenv(ConfigReader.LOG_FORMAT_ENV);
-    if (f != null && ConfigReader.LOG_FORMATS.contains(f.trim())) {
+    String f = System.getenv(SidecarSettings.LOG_FORMAT_ENV);
+    if (f != null && SidecarSettings.LOG_FORMATS.contains(f.trim())) {
       apply(f.trim());
     }
   }

@@ -43,7 +43,7 @@ import picocli.CommandLine.Spec;
     description = "Kafka-to-gRPC sidecar that rejects duplicates and illegal state transitions.",
     subcommands = {CommandLine.HelpCommand.class, Main.Run.class, Main.Validate.class, Main.Migrate.class, AdminCommands.Explain.class,
         AdminCommands.ResetEntity.class,
-        AdminCommands.Redrive.class, TtlAdviceCommand.class})
+        AdminCommands.Redrive.class, TtlAdviceCommand.class, AuditKeyCommand.class})
 public final class Main implements Runnable {
   /** Environment variable naming the configuration file when {@code --config} is not given. */
   static final String CONFIG_ENV = "ONCEGUARD_CONFIG";
@@ -68,7 +68,7 @@ public final class Main implements Runnable {
   @Override
   public void run() {
     throw new CommandLine.ParameterException(spec.commandLine(), "missing command: run, validate, migrate, explain, redrive,"
-        + " reset-entity, ttl-advice or help");
+        + " reset-entity, ttl-advice, audit-key or help");
   }
 
   /**
@@ -445,14 +445,18 @@ public final class Main implements Runnable {
           .append('\n');
     }
     for (RouteConfig r : c.routes()) {
-      sb.append("route ").append(r.name()).append(": topics ").append(r.topics()).append(", group ").append(r.group())
-          .append(", ").append(r.mode().name().toLowerCase(java.util.Locale.ROOT))
-          .append(r.target() == null ? "" : " -> " + r.target())
-          .append(r.targetTls() == null ? "" : r.targetTls().certFile() == null ? " (TLS)" : " (mTLS)")
+      sb.append("route ").append(r.name()).append(": topics ").append(r.intake().topics()).append(", group ").append(r.intake().group())
+          .append(", ").append(r.delivery().mode().name().toLowerCase(java.util.Locale.ROOT))
+          .append(r.delivery().target() == null ? "" : " -> " + r.delivery().target())
+          .append(r.delivery().tls() == null ? "" : r.delivery().tls().certFile() == null ? " (TLS)" : " (mTLS)")
           .append(r.hasMachine() ? ", machine " + r.machine() : ", no machine")
-          .append(", business-key ").append(r.businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
-          .append(", in flight ").append(r.maxInFlightPerPartition()).append("/partition ").append(r.maxInFlight()).append(" total\n");
+          .append(", business-key ").append(r.extraction().businessKey().stream().map(f -> f.spec()).collect(Collectors.joining(", ", "[", "]")))
+          .append(", in flight ").append(r.intake().maxInFlightPerPartition()).append("/partition ")
+          .append(r.intake().maxInFlight()).append(" total\n");
       for (String w : ConsumerProperties.of(c, r).ignored()) {
+        sb.append("warning: ").append(w).append('\n');
+      }
+      for (String w : FingerprintWarnings.of(r)) {
         sb.append("warning: ").append(w).append('\n');
       }
     }

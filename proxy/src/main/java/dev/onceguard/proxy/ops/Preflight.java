@@ -189,11 +189,11 @@ final class Preflight {
 
   /** The check of one route's business target. Package-private for tests. */
   Check target(RouteConfig rc) {
-    if (rc.mode() != RouteConfig.Mode.PUSH) {
+    if (rc.delivery().mode() != RouteConfig.Mode.PUSH) {
       return new Check("target", Status.SKIPPED, "pull mode: the business connects to the sidecar");
     }
-    String t = rc.target();
-    if (rc.targetTls() != null) {
+    String t = rc.delivery().target();
+    if (rc.delivery().tls() != null) {
       return tlsTarget(rc);
     }
     if (UnixSocket.is(t)) {
@@ -219,9 +219,9 @@ final class Preflight {
    * health service) means the handshake succeeded; never calls {@code Handle}.
    */
   private Check tlsTarget(RouteConfig rc) {
-    String t = rc.target();
+    String t = rc.delivery().target();
     try (GrpcSecurity security = new GrpcSecurity(Duration.ofHours(1))) {
-      ManagedChannel ch = GrpcDispatcher.channel(t, security.channelCredentials(rc.targetTls()), rc.targetTls().authority());
+      ManagedChannel ch = GrpcDispatcher.channel(t, security.channelCredentials(rc.delivery().tls()), rc.delivery().tls().authority());
       try {
         HealthGrpc.newBlockingStub(ch).withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
             .check(HealthCheckRequest.getDefaultInstance());
@@ -282,7 +282,7 @@ final class Preflight {
           log.warn("route {}: source topic '{}' does not exist: the route waits for it (the sidecar never creates source topics)",
               rc.name(), topic);
         } else if (config.kafka().createTopics()) {
-          Optional<Integer> partitions = Optional.ofNullable(existing.get(rc.topics().get(0)));
+          Optional<Integer> partitions = Optional.ofNullable(existing.get(rc.intake().topics().get(0)));
           try {
             topics.create(topic, partitions);
           } catch (KafkaTopics.Refused refused) {
@@ -291,7 +291,8 @@ final class Preflight {
           }
           existing.put(topic, partitions.orElse(-1));
           log.info("route {}: created {} topic '{}' with {} (kafka.create-topics)", rc.name(), kind, topic,
-              partitions.map(p -> p + " partition(s), as source topic '" + rc.topics().get(0) + "'").orElse("the broker's default partitions"));
+              partitions.map(p -> p + " partition(s), as source topic '" + rc.intake().topics().get(0) + "'")
+                  .orElse("the broker's default partitions"));
         } else {
           missing.add("route " + rc.name() + ": " + kind + " topic '" + topic + "' does not exist");
         }

@@ -206,9 +206,9 @@ public final class Probes {
       return Check.fail("consumer", "consumer stopped after a failure: " + r.failure());
     }
     if (!r.inGroup()) {
-      return Check.fail("consumer", "consumer has not joined group '" + rc.group() + "' yet");
+      return Check.fail("consumer", "consumer has not joined group '" + rc.intake().group() + "' yet");
     }
-    return Check.ok("consumer", "in group '" + rc.group() + "', " + r.assignedPartitions() + " partition(s) assigned");
+    return Check.ok("consumer", "in group '" + rc.intake().group() + "', " + r.assignedPartitions() + " partition(s) assigned");
   }
 
   /**
@@ -230,7 +230,8 @@ public final class Probes {
       } else if (created && !kind.equals(SOURCE)) {
         checks.add(new Check("topic", Status.SKIPPED, kind + " topic '" + topic + "' does not exist; run creates it (kafka.create-topics)"));
       } else {
-        checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist (the sidecar does not create topics)"));
+        checks.add(Check.fail("topic", kind + " topic '" + topic + "' does not exist ("
+            + (kind.equals(SOURCE) ? "the sidecar never creates source topics" : "create it, or set kafka.create-topics: true") + ")"));
       }
     });
     return checks;
@@ -241,10 +242,10 @@ public final class Probes {
   /** The route's topics and what each is for ({@link #SOURCE}, {@code escalation}, {@code verdict}), in a stable order. */
   static Map<String, String> topicsOf(RouteConfig rc) {
     Map<String, String> out = new LinkedHashMap<>();
-    rc.topics().forEach(t -> out.put(t, SOURCE));
-    out.putIfAbsent(rc.escalationTopic(), "escalation");
-    if (rc.verdictTopic() != null) {
-      out.putIfAbsent(rc.verdictTopic(), "verdict");
+    rc.intake().topics().forEach(t -> out.put(t, SOURCE));
+    out.putIfAbsent(rc.outputs().escalationTopic(), "escalation");
+    if (rc.outputs().verdictTopic() != null) {
+      out.putIfAbsent(rc.outputs().verdictTopic(), "verdict");
     }
     return out;
   }

@@ -204,10 +204,10 @@ public final class Sidecar implements AutoCloseable {
 
   private void build(Route r, DeliveryIds ids) {
     RouteConfig rc = r.config;
-    if (rc.mode() == RouteConfig.Mode.PUSH) {
+    if (rc.delivery().mode() == RouteConfig.Mode.PUSH) {
       try {
-        r.dispatcher = GrpcDispatcher.forTarget(rc.target(), security.channelCredentials(rc.targetTls()),
-            rc.targetTls() == null ? null : rc.targetTls().authority());
+        r.dispatcher = GrpcDispatcher.forTarget(rc.delivery().target(), security.channelCredentials(rc.delivery().tls()),
+            rc.delivery().tls() == null ? null : rc.delivery().tls().authority());
       } catch (IOException e) {
         throw new ConfigException("routes (route '" + rc.name() + "').target-tls: " + e.getMessage(), e);
       }

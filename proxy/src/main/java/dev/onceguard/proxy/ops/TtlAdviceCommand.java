@@ -75,7 +75,7 @@ final class TtlAdviceCommand extends Main.ConfigCommand {
         long others = ((Number) db.select("SELECT COUNT(*) FROM " + decisions
             + " WHERE route = ? AND disposition = 'DUPLICATE_IGNORE' AND reason <> 'LEDGER_HIT' AND at_ms >= ?", r.name(), since)
             .get(0).get(0)).longValue();
-        out.print(TtlAdvice.report(r.name(), known, ages.size() - known.length, others, r.redisTtl(), window));
+        out.print(TtlAdvice.report(r.name(), known, ages.size() - known.length, others, r.timings().redisTtl(), window));
       }
       out.flush();
       return Main.EXIT_OK;
@@ -103,7 +103,7 @@ final class TtlAdviceCommand extends Main.ConfigCommand {
             + ",reason=\"CACHE_HIT\"}[" + windowDays + "d]))"));
         double others = scalar(query(http, "sum(increase(onceguard_duplicate_age_seconds_count{" + sel
             + ",reason!~\"CACHE_HIT|LEDGER_HIT\"}[" + windowDays + "d]))"));
-        out.print(TtlAdvice.reportFromBuckets(r.name(), cumulative, cacheHits, others, r.redisTtl(), window));
+        out.print(TtlAdvice.reportFromBuckets(r.name(), cumulative, cacheHits, others, r.timings().redisTtl(), window));
       }
       out.flush();
       return Main.EXIT_OK;

@@ -43,7 +43,7 @@ public record ConsumerProperties(Map<String, Object> values, List<String> ignore
 
     Map<String, Object> owned = new LinkedHashMap<>();
     owned.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, sidecar.kafka().bootstrapServers());
-    owned.put(ConsumerConfig.GROUP_ID_CONFIG, route.group());
+    owned.put(ConsumerConfig.GROUP_ID_CONFIG, route.intake().group());
     owned.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     owned.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     owned.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -70,6 +70,6 @@ public record ConsumerProperties(Map<String, Object> values, List<String> ignore
    * is the bound itself (capped): at most twice the bound is ever held in memory per partition.
    */
   static int maxPollRecords(RouteConfig route) {
-    return Math.max(1, Math.min(route.maxInFlightPerPartition(), MAX_POLL_RECORDS_CAP));
+    return Math.max(1, Math.min(route.intake().maxInFlightPerPartition(), MAX_POLL_RECORDS_CAP));
   }
 }

@@ -98,7 +98,7 @@ public final class ForwardingProcessor implements RecordProcessor {
           .setRedelivery(false)
           .setDeliveryId(ids.next())
           .build();
-      CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.handlerTimeout()).toCompletableFuture();
+      CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.delivery().handlerTimeout()).toCompletableFuture();
       follow(call);
       call.whenComplete((res, err) -> step(() -> onResult(n, res, err)));
     }

@@ -31,7 +31,8 @@ public interface ProcessorFactory {
         throw new ConfigException("routes[" + ctx.sidecar().routes().indexOf(route) + "].mode: route '"
             + route.name() + "' is in pull mode, which this version does not serve yet; use mode: push");
       }
-      return new ForwardingProcessor(route, ctx.dispatcher(), ctx.scheduler(), Backoff.of(route.name(), route.retry()), ctx.deliveryIds());
+      return new ForwardingProcessor(route, ctx.dispatcher(), ctx.scheduler(), Backoff.of(route.name(), route.delivery().retry()),
+          ctx.deliveryIds());
     };
   }
 }

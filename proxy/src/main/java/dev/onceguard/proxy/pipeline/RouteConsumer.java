@@ -126,9 +126,9 @@ public final class RouteConsumer implements AutoCloseable {
       Duration revoke = DEFAULT_REVOKE_TIMEOUT.compareTo(sidecar.shutdownTimeout()) < 0
           ? DEFAULT_REVOKE_TIMEOUT
           : sidecar.shutdownTimeout();
-      return new Settings(route.name(), route.topics(), route.maxInFlightPerPartition(), route.maxInFlight(),
-          route.maxUncommittedPerPartition(), sidecar.commitInterval(), sidecar.shutdownTimeout(), revoke,
-          route.reorderWindow(), route.retry());
+      return new Settings(route.name(), route.intake().topics(), route.intake().maxInFlightPerPartition(), route.intake().maxInFlight(),
+          route.intake().maxUncommittedPerPartition(), sidecar.commitInterval(), sidecar.shutdownTimeout(), revoke,
+          route.intake().reorderWindow(), route.delivery().retry());
     }
   }
 

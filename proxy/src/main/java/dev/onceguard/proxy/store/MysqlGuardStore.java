@@ -473,19 +473,41 @@ public final class MysqlGuardStore implements GuardStore {
 
   /** The row that refused an INSERT; {@link ClaimOutcome.Retry} if it is gone already. */
   private ClaimOutcome readLedgerRow(Connection c, String route, String dedupKey) throws SQLException {
+    LedgerRow row = ledgerRowOrNull(c, route, dedupKey);
+    return row == null ? new ClaimOutcome.Retry("ledger row vanished before it could be read") : new ClaimOutcome.LedgerConflict(row);
+  }
+
+  private LedgerRow ledgerRowOrNull(Connection c, String route, String dedupKey) throws SQLException {
     List<LedgerRow> rows = Db.query(c,
         "SELECT " + LEDGER_ROW_COLUMNS + " FROM " + ledger + " l LEFT JOIN " + owners + " o ON o.owner = l.owner"
             + " WHERE l.route = ? AND l.dedup_key = ?",
         MysqlGuardStore::ledgerRow, route, dedupKey);
-    return rows.isEmpty() ? new ClaimOutcome.Retry("ledger row vanished before it could be read") : new ClaimOutcome.LedgerConflict(rows.get(0));
+    return rows.isEmpty() ? null : rows.get(0);
   }
 
   private ClaimOutcome readEntity(Connection c, String machine, String entityId) throws SQLException {
+    return new ClaimOutcome.CasLost(entityOrNull(c, machine, entityId));
+  }
+
+  private EntityRow entityOrNull(Connection c, String machine, String entityId) throws SQLException {
     List<EntityRow> rows = Db.query(c,
         "SELECT state, version, pending_key, " + NOW_MS + " - pending_until FROM " + entity + " WHERE machine = ? AND entity_id = ?",
         r -> new EntityRow(r.getString(1), r.getLong(2), r.getString(3), Db.longOrNull(r, 4)),
         machine, entityId);
-    return new ClaimOutcome.CasLost(rows.isEmpty() ? null : rows.get(0));
+    return rows.isEmpty() ? null : rows.get(0);
+  }
+
+  /**
+   * The ledger row of {@code (route, dedupKey)} with its liveness, or {@code null}: the fact a claim
+   * of the key would meet. Read-only, for previews (redrive's dry run), never on a record's path.
+   */
+  public CompletionStage<LedgerRow> ledgerRow(String route, String dedupKey) {
+    return db.autocommit(c -> ledgerRowOrNull(c, route, dedupKey));
+  }
+
+  /** The entity's row as a CAS would meet it, or {@code null} if it does not exist. Read-only, for previews. */
+  public CompletionStage<EntityRow> entityRow(String machine, String entityId) {
+    return db.autocommit(c -> entityOrNull(c, machine, entityId));
   }
 
   /**

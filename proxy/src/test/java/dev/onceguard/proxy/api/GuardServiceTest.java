@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.ByteString;
 import com.google.rpc.RetryInfo;
 import dev.onceguard.proxy.TestConfigs;
-import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.RouteSettings;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.store.ClaimOutcome;
@@ -32,7 +32,7 @@ import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
 class GuardServiceTest {
-  private static final Duration LEASE = ConfigReader.DEFAULT_LEASE;
+  private static final Duration LEASE = RouteSettings.LEASE.defaultValue();
 
   private final SidecarConfig config = TestConfigs.oneRoute();
   private final FakeTime time = new FakeTime(1_000);

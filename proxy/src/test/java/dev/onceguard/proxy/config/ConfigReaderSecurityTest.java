@@ -78,9 +78,9 @@ class ConfigReaderSecurityTest {
   void defaults_arePlaintextLoopbackWithoutAuth() {
     SidecarConfig c = parse(yaml("", "target: 127.0.0.1:7000"));
     assertThat(c.grpcListen()).isEqualTo("127.0.0.1:7700");
-    assertThat(c.security()).isEqualTo(ApiSecurity.none());
+    assertThat(c.security()).isEqualTo(new ApiSecurity(null, null, java.util.List.of(), SidecarSettings.RELOAD_INTERVAL.defaultValue()));
     assertThat(c.security().authenticates()).isFalse();
-    assertThat(c.routes().get(0).targetTls()).isNull();
+    assertThat(c.routes().get(0).delivery().tls()).isNull();
   }
 
   @Test
@@ -100,7 +100,7 @@ class ConfigReaderSecurityTest {
     assertThat(s.tokenFile()).isEqualTo(dir.resolve("token"));
     assertThat(s.allowedClients()).containsExactly("guard-client", "billing");
     assertThat(s.reloadInterval()).hasSeconds(2);
-    assertThat(c.routes().get(0).targetTls())
+    assertThat(c.routes().get(0).delivery().tls())
         .isEqualTo(new TlsConfig(pki.file("client.crt"), pki.file("client.key"), pki.file("ca.crt"), "business.internal"));
   }
 
@@ -108,7 +108,7 @@ class ConfigReaderSecurityTest {
   void unixSockets_areAcceptedForTheListenerAndTheTarget() {
     SidecarConfig c = parse(yaml("grpc-listen: unix://" + dir.resolve("og.sock"), "target: unix:///run/business/grpc.sock"));
     assertThat(c.grpcListen()).isEqualTo("unix://" + dir.resolve("og.sock"));
-    assertThat(UnixSocket.pathOf(c.routes().get(0).target())).isEqualTo(Path.of("/run/business/grpc.sock"));
+    assertThat(UnixSocket.pathOf(c.routes().get(0).delivery().target())).isEqualTo(Path.of("/run/business/grpc.sock"));
   }
 
   @Test

@@ -84,7 +84,7 @@ class ConfigReaderTest {
     SidecarConfig c = parse(REFERENCE);
 
     assertThat(c.instanceId()).isEqualTo("og-test-1");
-    assertThat(c.grpcListen()).isEqualTo(ConfigReader.DEFAULT_GRPC_LISTEN);
+    assertThat(c.grpcListen()).isEqualTo(SidecarSettings.GRPC_LISTEN.defaultValue());
     assertThat(c.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(c.commitInterval()).isEqualTo(Duration.ofSeconds(1));
     assertThat(c.kafka().bootstrapServers()).isEqualTo("kafka-1:9092,kafka-2:9092");
@@ -120,32 +120,32 @@ class ConfigReaderTest {
     RouteConfig r = parse(REFERENCE).routes().get(0);
 
     assertThat(r.name()).isEqualTo("fulfilment");
-    assertThat(r.topics()).containsExactly("orders");
-    assertThat(r.group()).isEqualTo("onceguard-fulfilment");
+    assertThat(r.intake().topics()).containsExactly("orders");
+    assertThat(r.intake().group()).isEqualTo("onceguard-fulfilment");
     assertThat(r.machine()).isEqualTo("order");
     assertThat(r.hasMachine()).isTrue();
-    assertThat(r.entityId()).containsExactly(new FieldSource.ValuePointer("entity-id", "/order_id"));
-    assertThat(r.event()).isEqualTo(new FieldSource.Header("event", "event-type"));
-    assertThat(r.businessKey()).containsExactly(
+    assertThat(r.extraction().entityId()).containsExactly(new FieldSource.ValuePointer("entity-id", "/order_id"));
+    assertThat(r.extraction().event()).isEqualTo(new FieldSource.Header("event", "event-type"));
+    assertThat(r.extraction().businessKey()).containsExactly(
         new FieldSource.ValuePointer("order_id", "/order_id"),
         new FieldSource.ValuePointer("sku_id", "/sku_id"),
         new FieldSource.ValuePointer("warehouse_id", "/warehouse_id"),
         new FieldSource.ValuePointer("batch_no", "/batch_no"));
-    assertThat(r.fingerprint()).isEmpty();
-    assertThat(r.fingerprintExclude()).containsExactly("/message_id", "/sent_at");
-    assertThat(r.mode()).isEqualTo(Mode.PUSH);
-    assertThat(r.target()).isEqualTo("127.0.0.1:7000");
-    assertThat(r.redisTtl()).isEqualTo(Duration.ofDays(30));
-    assertThat(r.handlerTimeout()).isEqualTo(Duration.ofSeconds(10));
-    assertThat(r.lease()).isEqualTo(Duration.ofSeconds(30));
-    assertThat(r.earlyArrivalTimeout()).isEqualTo(Duration.ofSeconds(60));
-    assertThat(r.earlyArrivalRetry()).isEqualTo(Duration.ofMillis(200));
-    assertThat(r.escalationTopic()).isEqualTo("orders.escalate");
-    assertThat(r.verdictTopic()).isNull();
-    assertThat(r.maxInFlightPerPartition()).isEqualTo(64);
-    assertThat(r.maxInFlight()).isEqualTo(512);
-    assertThat(r.maxUncommittedPerPartition()).isEqualTo(640);
-    assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(100), Duration.ofSeconds(10), 20));
+    assertThat(r.extraction().fingerprint()).isEmpty();
+    assertThat(r.extraction().fingerprintExclude()).containsExactly("/message_id", "/sent_at");
+    assertThat(r.delivery().mode()).isEqualTo(Mode.PUSH);
+    assertThat(r.delivery().target()).isEqualTo("127.0.0.1:7000");
+    assertThat(r.timings().redisTtl()).isEqualTo(Duration.ofDays(30));
+    assertThat(r.delivery().handlerTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(r.timings().lease()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(r.timings().earlyArrivalTimeout()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(r.timings().earlyArrivalRetry()).isEqualTo(Duration.ofMillis(200));
+    assertThat(r.outputs().escalationTopic()).isEqualTo("orders.escalate");
+    assertThat(r.outputs().verdictTopic()).isNull();
+    assertThat(r.intake().maxInFlightPerPartition()).isEqualTo(64);
+    assertThat(r.intake().maxInFlight()).isEqualTo(512);
+    assertThat(r.intake().maxUncommittedPerPartition()).isEqualTo(640);
+    assertThat(r.delivery().retry()).isEqualTo(new RetryConfig(Duration.ofMillis(100), Duration.ofSeconds(10), 20));
   }
 
   @Test
@@ -168,27 +168,27 @@ class ConfigReaderTest {
         """));
     RouteConfig r = c.routes().get(0);
 
-    assertThat(r.group()).isEqualTo("og-orders");
-    assertThat(r.redisTtl()).isEqualTo(Duration.ofDays(45));
-    assertThat(r.lease()).isEqualTo(Duration.ofMinutes(2));
-    assertThat(r.handlerTimeout()).isEqualTo(Duration.ofMillis(1500));
-    assertThat(r.earlyArrivalTimeout()).isEqualTo(Duration.ofHours(2));
-    assertThat(r.earlyArrivalRetry()).isEqualTo(Duration.ofSeconds(1));
-    assertThat(r.escalationTopic()).isEqualTo("orders.dlq");
-    assertThat(r.verdictTopic()).isEqualTo("orders.verdicts");
-    assertThat(r.maxInFlightPerPartition()).isEqualTo(8);
-    assertThat(r.maxInFlight()).isEqualTo(100);
-    assertThat(r.maxUncommittedPerPartition()).isEqualTo(50);
-    assertThat(r.reorderWindow()).isEqualTo(2);
-    assertThat(r.retry()).isEqualTo(new RetryConfig(Duration.ofMillis(50), Duration.ofSeconds(5), 3));
+    assertThat(r.intake().group()).isEqualTo("og-orders");
+    assertThat(r.timings().redisTtl()).isEqualTo(Duration.ofDays(45));
+    assertThat(r.timings().lease()).isEqualTo(Duration.ofMinutes(2));
+    assertThat(r.delivery().handlerTimeout()).isEqualTo(Duration.ofMillis(1500));
+    assertThat(r.timings().earlyArrivalTimeout()).isEqualTo(Duration.ofHours(2));
+    assertThat(r.timings().earlyArrivalRetry()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(r.outputs().escalationTopic()).isEqualTo("orders.dlq");
+    assertThat(r.outputs().verdictTopic()).isEqualTo("orders.verdicts");
+    assertThat(r.intake().maxInFlightPerPartition()).isEqualTo(8);
+    assertThat(r.intake().maxInFlight()).isEqualTo(100);
+    assertThat(r.intake().maxUncommittedPerPartition()).isEqualTo(50);
+    assertThat(r.intake().reorderWindow()).isEqualTo(2);
+    assertThat(r.delivery().retry()).isEqualTo(new RetryConfig(Duration.ofMillis(50), Duration.ofSeconds(5), 3));
   }
 
   @Test
   void reorderWindow_defaultsToFour_orThePerPartitionBoundIfSmaller() {
-    assertThat(parse(REFERENCE).routes().get(0).reorderWindow()).isEqualTo(ConfigReader.DEFAULT_REORDER_WINDOW);
+    assertThat(parse(REFERENCE).routes().get(0).intake().reorderWindow()).isEqualTo(RouteSettings.REORDER_WINDOW.defaultValue());
     RouteConfig small = parse(variant("    target: 127.0.0.1:7000\n", "    target: 127.0.0.1:7000\n    max-in-flight-per-partition: 2\n"))
         .routes().get(0);
-    assertThat(small.reorderWindow()).isEqualTo(2);
+    assertThat(small.intake().reorderWindow()).isEqualTo(2);
   }
 
   @Test
@@ -206,7 +206,7 @@ class ConfigReaderTest {
         "business-key: [/order_id, {name: wh, from: /warehouse/id}, header:batch, key, 'key:/sku', 'const:v2']"))
         .routes().get(0);
 
-    assertThat(r.businessKey()).containsExactly(
+    assertThat(r.extraction().businessKey()).containsExactly(
         new FieldSource.ValuePointer("order_id", "/order_id"),
         new FieldSource.ValuePointer("wh", "/warehouse/id"),
         new FieldSource.Header("batch", "batch"),
@@ -219,15 +219,15 @@ class ConfigReaderTest {
   void constantEvent_ofTheMachine_isAccepted() {
     RouteConfig r = parse(variant("event: header:event-type", "event: const:ship")).routes().get(0);
 
-    assertThat(r.event()).isEqualTo(new FieldSource.Constant("event", "ship"));
+    assertThat(r.extraction().event()).isEqualTo(new FieldSource.Constant("event", "ship"));
   }
 
   @Test
   void pullRoute_withoutTarget_isAccepted() {
     RouteConfig r = parse(variant("    target: 127.0.0.1:7000\n", "    mode: pull\n")).routes().get(0);
 
-    assertThat(r.mode()).isEqualTo(Mode.PULL);
-    assertThat(r.target()).isNull();
+    assertThat(r.delivery().mode()).isEqualTo(Mode.PULL);
+    assertThat(r.delivery().target()).isNull();
   }
 
   @Test
@@ -243,8 +243,8 @@ class ConfigReaderTest {
     RouteConfig audit = c.routes().get(0);
     assertThat(audit.hasMachine()).isFalse();
     assertThat(audit.machine()).isNull();
-    assertThat(audit.entityId()).isEmpty();
-    assertThat(audit.event()).isNull();
+    assertThat(audit.extraction().entityId()).isEmpty();
+    assertThat(audit.extraction().event()).isNull();
     assertThat(c.routes()).extracting(RouteConfig::name).containsExactly("audit", "fulfilment");
   }
 
@@ -382,7 +382,7 @@ class ConfigReaderTest {
 
     assertThat(rejected(yaml).problems()).containsExactly(
         "machines.order.events.deliver.from: unknown state 'shiped' (declared states: [created, paid, to_ship, shipped, delivered, cancelled])",
-        "routes[1].mode: 'poll' is not one of push, pull");
+        "routes[1].mode: 'poll' is not one of push, pull (did you mean 'pull'?)");
   }
 
   // ------------------------------------------------------------------------- kafka.properties
@@ -453,9 +453,9 @@ class ConfigReaderTest {
 
   @Test
   void closest_suggestsOnlyLikelyTypos() {
-    assertThat(ConfigReader.closest("busines-key", Set.of("business-key", "entity-id"))).isEqualTo("business-key");
-    assertThat(ConfigReader.closest("grpc_listen", Set.of("grpc-listen"))).isEqualTo("grpc-listen");
-    assertThat(ConfigReader.closest("lease", Set.of("mode", "name"))).isNull();
+    assertThat(Typos.closest("busines-key", Set.of("business-key", "entity-id"))).isEqualTo("business-key");
+    assertThat(Typos.closest("grpc_listen", Set.of("grpc-listen"))).isEqualTo("grpc-listen");
+    assertThat(Typos.closest("lease", Set.of("mode", "name"))).isNull();
   }
 
   @Test
@@ -549,11 +549,11 @@ class ConfigReaderTest {
 
   @Test
   void parseDuration_allUnits() {
-    assertThat(ConfigReader.parseDuration("250ms", "x")).isEqualTo(Duration.ofMillis(250));
-    assertThat(ConfigReader.parseDuration("30s", "x")).isEqualTo(Duration.ofSeconds(30));
-    assertThat(ConfigReader.parseDuration("5m", "x")).isEqualTo(Duration.ofMinutes(5));
-    assertThat(ConfigReader.parseDuration("2h", "x")).isEqualTo(Duration.ofHours(2));
-    assertThat(ConfigReader.parseDuration(" 30d ", "x")).isEqualTo(Duration.ofDays(30));
+    assertThat(SettingType.parseDuration("250ms")).isEqualTo(Duration.ofMillis(250));
+    assertThat(SettingType.parseDuration("30s")).isEqualTo(Duration.ofSeconds(30));
+    assertThat(SettingType.parseDuration("5m")).isEqualTo(Duration.ofMinutes(5));
+    assertThat(SettingType.parseDuration("2h")).isEqualTo(Duration.ofHours(2));
+    assertThat(SettingType.parseDuration(" 30d ")).isEqualTo(Duration.ofDays(30));
   }
 
   @Test
@@ -628,7 +628,7 @@ class ConfigReaderTest {
     RouteConfig r = parse(variant("entity-id: /order_id", "entity-id: [/order_id, /sku_id, {name: wh, from: /warehouse/id}]"))
         .routes().get(0);
 
-    assertThat(r.entityId()).containsExactly(
+    assertThat(r.extraction().entityId()).containsExactly(
         new FieldSource.ValuePointer("order_id", "/order_id"),
         new FieldSource.ValuePointer("sku_id", "/sku_id"),
         new FieldSource.ValuePointer("wh", "/warehouse/id"));
@@ -675,8 +675,20 @@ class ConfigReaderTest {
     // the reference configuration shipped in examples/ must not rot
     SidecarConfig c = new ConfigReader(Map.of()).read(java.nio.file.Path.of("..", "examples", "order-fulfilment.yaml"));
 
-    assertThat(c.routes()).hasSize(5).allSatisfy(r -> assertThat(r.entityId()).extracting(FieldSource::name)
+    assertThat(c.routes()).hasSize(5).allSatisfy(r -> assertThat(r.extraction().entityId()).extracting(FieldSource::name)
         .containsExactly("order_id", "sku_id", "warehouse_id"));
+  }
+
+  @Test
+  void exampleQuickstartFile_isValidWithTheStacksDefaults() {
+    SidecarConfig c = new ConfigReader(Map.of()).read(java.nio.file.Path.of("..", "examples", "quickstart.yaml"));
+
+    assertThat(c.kafka().createTopics()).isTrue();
+    assertThat(c.routes()).singleElement().satisfies(r -> {
+      assertThat(r.outputs().escalationTopic()).isEqualTo("quickstart.orders.escalate");
+      assertThat(r.timings().earlyArrivalTimeout()).isEqualTo(Duration.ofSeconds(5));
+      assertThat(r.timings().lease()).isEqualTo(RouteSettings.LEASE.defaultValue());
+    });
   }
 
   @Test
@@ -705,7 +717,7 @@ class ConfigReaderTest {
             target: 127.0.0.1:7001
         """);
 
-    assertThat(c.routes()).extracting(rc -> rc.entityId().size()).containsExactly(2, 2);
+    assertThat(c.routes()).extracting(rc -> rc.extraction().entityId().size()).containsExactly(2, 2);
   }
 
   @Test
@@ -855,8 +867,8 @@ class ConfigReaderTest {
             .replace("topics: [orders]", "topics: ['orders-${ENV}']"), "test.yaml");
 
     assertThat(c.kafka().bootstrapServers()).isEqualTo("k1:9092,k2:9092");
-    assertThat(c.routes().get(0).topics()).containsExactly("orders-prod");
-    assertThat(c.routes().get(0).escalationTopic()).isEqualTo("orders-prod.escalate");
+    assertThat(c.routes().get(0).intake().topics()).containsExactly("orders-prod");
+    assertThat(c.routes().get(0).outputs().escalationTopic()).isEqualTo("orders-prod.escalate");
   }
 
   @Test
@@ -929,8 +941,8 @@ class ConfigReaderTest {
 
   @Test
   void environment_otelEndpointAndLogFormat_areTheDefaults_theFileWins() {
-    Map<String, String> env = Map.of("DB_PASSWORD", "x", ConfigReader.OTLP_ENDPOINT_ENV, "https://otel.example:4318",
-        ConfigReader.LOG_FORMAT_ENV, "json");
+    Map<String, String> env = Map.of("DB_PASSWORD", "x", TracingSettings.OTLP_ENDPOINT_ENV, "https://otel.example:4318",
+        SidecarSettings.LOG_FORMAT_ENV, "json");
     SidecarConfig c = new ConfigReader(env).parse(REFERENCE, "test.yaml");
     assertThat(c.tracing().otlpEndpoint()).isEqualTo("https://otel.example:4318");
     assertThat(c.logFormat()).isEqualTo("json");
@@ -954,7 +966,7 @@ class ConfigReaderTest {
 
   @Test
   void logFormatFromTheEnvironment_badValue_errorNamesTheVariable() {
-    assertThatThrownBy(() -> new ConfigReader(Map.of("DB_PASSWORD", "x", ConfigReader.LOG_FORMAT_ENV, "xml")).parse(REFERENCE, "test.yaml"))
+    assertThatThrownBy(() -> new ConfigReader(Map.of("DB_PASSWORD", "x", SidecarSettings.LOG_FORMAT_ENV, "xml")).parse(REFERENCE, "test.yaml"))
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.problems()).containsExactly(
             "sidecar.log-format: 'xml' (from ONCEGUARD_LOG_FORMAT) is not one of text, json"));
   }

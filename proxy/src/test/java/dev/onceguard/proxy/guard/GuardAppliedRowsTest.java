@@ -48,7 +48,7 @@ class GuardAppliedRowsTest {
   private ClaimResult claimPay(Guard g, RouteConfig route) {
     var e = ((Extraction.Ok) new Extractor(route, CONFIG.machines().get(route.machine()))
         .extract(null, "{\"id\":\"e-1\",\"event\":\"pay\"}".getBytes(StandardCharsets.UTF_8), new RecordHeaders())).event();
-    return g.claim(route, e, new Source(route.topics().get(0), 0, 1)).toCompletableFuture().join();
+    return g.claim(route, e, new Source(route.intake().topics().get(0), 0, 1)).toCompletableFuture().join();
   }
 
   @Test

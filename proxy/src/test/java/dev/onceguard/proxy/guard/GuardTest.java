@@ -66,7 +66,7 @@ class GuardTest {
     assertThat(c.fromState()).isEqualTo("to_ship");
     assertThat(c.toState()).isEqualTo("shipped");
     assertThat(c.owner()).isEqualTo(OWNER);
-    assertThat(c.leaseUntilMillis()).isEqualTo(T0 + ROUTE.lease().toMillis());
+    assertThat(c.leaseUntilMillis()).isEqualTo(T0 + ROUTE.timings().lease().toMillis());
     assertThat(c.redelivery()).isFalse();
     assertThat(c.attempts()).isEqualTo(1);
     assertThat(a.verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
@@ -153,7 +153,7 @@ class GuardTest {
     assertThat(r).isInstanceOf(ClaimResult.Wait.class);
     ClaimResult.Wait w = (ClaimResult.Wait) r;
     assertThat(w.kind()).isEqualTo(ClaimResult.Wait.Kind.ENTITY_BUSY);
-    assertThat(w.retryAtMillis()).isEqualTo(T0 + ROUTE.earlyArrivalRetry().toMillis());
+    assertThat(w.retryAtMillis()).isEqualTo(T0 + ROUTE.timings().earlyArrivalRetry().toMillis());
     assertThat(w.ifTimedOut().getReason()).isEqualTo(Reason.IN_FLIGHT);
     assertThat(w.ifTimedOut().getDetail()).contains("raced").contains("row vanished");
   }
@@ -312,6 +312,6 @@ class GuardTest {
 
     Claim renewed = guard.renew(ROUTE, c).toCompletableFuture().join();
 
-    assertThat(renewed.leaseUntilMillis()).isEqualTo(T0 + 7_000 + ROUTE.lease().toMillis());
+    assertThat(renewed.leaseUntilMillis()).isEqualTo(T0 + 7_000 + ROUTE.timings().lease().toMillis());
   }
 }

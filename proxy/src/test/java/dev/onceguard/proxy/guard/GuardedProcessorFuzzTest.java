@@ -185,7 +185,7 @@ class GuardedProcessorFuzzTest {
     assertThat(v.getDetail()).as("%s", n).isNotBlank();
     assertThat(h.escalator.escalations).as("%s reached the escalation topic", n).hasSize(1);
     assertThat(h.escalator.escalations.get(0).verdict()).isEqualTo(v);
-    assertThat(h.escalator.escalations.get(0).topic()).isEqualTo(ROUTE.escalationTopic());
+    assertThat(h.escalator.escalations.get(0).topic()).isEqualTo(ROUTE.outputs().escalationTopic());
     assertThat(h.forwardedOffsets).as("%s", n).isEmpty();
   }
 }

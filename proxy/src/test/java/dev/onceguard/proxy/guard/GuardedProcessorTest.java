@@ -250,7 +250,7 @@ class GuardedProcessorTest {
     assertThat(store.entityRow("o-1").state).isEqualTo("to_ship");
     assertThat(store.entityRow("o-1").pendingKey).isNull();
     assertThat(escalator.escalations).singleElement().satisfies(e -> {
-      assertThat(e.topic()).isEqualTo(ROUTE.escalationTopic());
+      assertThat(e.topic()).isEqualTo(ROUTE.outputs().escalationTopic());
       assertThat(e.offset()).isEqualTo(41);
       assertThat(e.verdict().getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
       assertThat(e.verdict().getLayer()).isEqualTo(Layer.BUSINESS);
@@ -287,7 +287,7 @@ class GuardedProcessorTest {
     store.renews.add(reply(false));
 
     CompletableFuture<Void> f = process(ship);
-    time.advance(ROUTE.lease().dividedBy(3));
+    time.advance(ROUTE.timings().lease().dividedBy(3));
     assertThat(store.count("renew")).isEqualTo(1);
     dispatcher.answer(DispatchResult.retry("deadline exceeded"));
     time.advance(Duration.ofMillis(100));
@@ -309,7 +309,7 @@ class GuardedProcessorTest {
     store.renews.add(reply(false));
 
     CompletableFuture<Void> f = process(ship);
-    time.advance(ROUTE.lease().dividedBy(3));
+    time.advance(ROUTE.timings().lease().dividedBy(3));
     dispatcher.answer(DispatchResult.ok());
 
     assertThat(f).isCompleted();
@@ -478,7 +478,7 @@ class GuardedProcessorTest {
     final List<Throwable> failures = new CopyOnWriteArrayList<>();
     final SerialExecutor poll = new SerialExecutor(failures::add);
     final KeyOrderedScheduler<ConsumerRecord<byte[], byte[]>> scheduler =
-        new KeyOrderedScheduler<>(ROUTE.reorderWindow(), processor::mayOvertake);
+        new KeyOrderedScheduler<>(ROUTE.intake().reorderWindow(), processor::mayOvertake);
     final Map<Long, Runnable> nudges = new HashMap<>();
     final Map<Long, CompletableFuture<Void>> stages = new HashMap<>();
     final List<Long> started = new CopyOnWriteArrayList<>();
@@ -551,7 +551,7 @@ class GuardedProcessorTest {
     assertThat(claimsOf("cancel")).isZero();
     assertThat(fCancel).isNotDone();
 
-    time.advance(ROUTE.earlyArrivalTimeout());
+    time.advance(ROUTE.timings().earlyArrivalTimeout());
 
     assertThat(fDeliver).isCompleted();
     assertThat(escalator.escalations).singleElement()
@@ -604,7 +604,7 @@ class GuardedProcessorTest {
     dispatcher.script.add(DispatchResult.ok());
     dispatcher.script.add(DispatchResult.ok());
 
-    claimOutage(ROUTE.earlyArrivalTimeout().plusSeconds(10));
+    claimOutage(ROUTE.timings().earlyArrivalTimeout().plusSeconds(10));
 
     assertThat(processor.storeFailures()).as("the outage was met by the waiting record's claims").isPositive();
     assertThat(fDeliver).as("an outage does not count towards the early-arrival timeout").isNotDone();
@@ -625,7 +625,7 @@ class GuardedProcessorTest {
     CompletableFuture<Void> fDeliver = earlyDeliverWaiting();
     claimOutage(Duration.ofSeconds(30)); // 1 s before it and 11 s after it: about 12 s of the 60 s counted
 
-    time.advance(ROUTE.earlyArrivalTimeout().minusSeconds(12 + 1));
+    time.advance(ROUTE.timings().earlyArrivalTimeout().minusSeconds(12 + 1));
     assertThat(fDeliver).as("1 s of answered waiting is left").isNotDone();
 
     time.advance(Duration.ofSeconds(2));
@@ -646,7 +646,7 @@ class GuardedProcessorTest {
     dispatcher.script.add(DispatchResult.ok());
     dispatcher.script.add(DispatchResult.ok());
 
-    claimOutage(ROUTE.earlyArrivalTimeout().plusSeconds(10));
+    claimOutage(ROUTE.timings().earlyArrivalTimeout().plusSeconds(10));
 
     assertThat(claimsOf("cancel")).as("cancel still waits behind ship: the outage did not count").isZero();
     assertThat(fShip).isNotDone();

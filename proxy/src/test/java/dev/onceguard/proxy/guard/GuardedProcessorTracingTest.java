@@ -207,7 +207,7 @@ class GuardedProcessorTracingTest {
 
   @Test
   void tracingOff_noTraceMetadataToTheBusiness_noTraceparentForTheEscalation() {
-    processor = new GuardedProcessor(ROUTE, MACHINE, guard, dispatcher, escalator, time, Backoff.of(ROUTE.retry()),
+    processor = new GuardedProcessor(ROUTE, MACHINE, guard, dispatcher, escalator, time, Backoff.of(ROUTE.delivery().retry()),
         new DeliveryIds("run"), (r, v, f) -> {});
     store.entity("o-1", "to_ship");
     store.entity("o-2", "cancelled");

@@ -143,8 +143,9 @@ record DeployKit(String dockerfile, ObjectNode deployment, ObjectNode configMap,
       listenPorts.add(port(cfg.metricsListen()));
     }
     for (RouteConfig rc : cfg.routes()) {
-      if (rc.mode() == RouteConfig.Mode.PUSH && !LOOPBACK.contains(host(rc.target()))) {
-        out.add("configmap.yaml: route '" + rc.name() + "' targets " + rc.target() + ", not the business container on loopback in the same pod");
+      if (rc.delivery().mode() == RouteConfig.Mode.PUSH && !LOOPBACK.contains(host(rc.delivery().target()))) {
+        out.add("configmap.yaml: route '" + rc.name() + "' targets " + rc.delivery().target()
+            + ", not the business container on loopback in the same pod");
       }
     }
 

@@ -86,6 +86,14 @@ class MainTest {
   }
 
   @Test
+  void validate_fingerprintExcludeRemovingAKeyField_isValid_withAWarningNamingIt() throws Exception {
+    int code = run("validate", "--config", file(VALID.replace("target: 127.0.0.1:7000",
+        "target: 127.0.0.1:7000\n    fingerprint-exclude: [/message_id, /sku_id]")).toString());
+    assertThat(code).isZero();
+    assertThat(out.toString()).contains("warning: route 'orders': fingerprint-exclude '/sku_id' removes business-key field 'sku_id'");
+  }
+
+  @Test
   void validate_invalidConfig_exit2_withPathInMessage_noStackTrace() throws Exception {
     int code = run("validate", "--config", file(VALID.replace("target: 127.0.0.1:7000", "target: nowhere")).toString());
     assertThat(code).isEqualTo(2);

@@ -107,7 +107,7 @@ class ProbesTest {
 
     assertThat(r.ok()).isFalse();
     assertThat(r.failures()).containsExactly(
-        "route payments: escalation topic 'payments-dead' does not exist (the sidecar does not create topics)");
+        "route payments: escalation topic 'payments-dead' does not exist (create it, or set kafka.create-topics: true)");
     assertThat(r.routeOk("payments")).isFalse();
     assertThat(r.routeOk("orders")).isTrue();
   }
@@ -120,8 +120,8 @@ class ProbesTest {
     Report r = probes.readiness();
 
     assertThat(r.failures()).containsExactly(
-        "route orders: source topic 'orders' does not exist (the sidecar does not create topics)",
-        "route orders: verdict topic 'verdicts' does not exist (the sidecar does not create topics)");
+        "route orders: source topic 'orders' does not exist (the sidecar never creates source topics)",
+        "route orders: verdict topic 'verdicts' does not exist (create it, or set kafka.create-topics: true)");
   }
 
   @Test

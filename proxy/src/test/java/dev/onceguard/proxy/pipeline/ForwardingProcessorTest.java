@@ -127,7 +127,7 @@ class ForwardingProcessorTest {
 
   @Test
   void process_retriesWithoutBound_beyondMaxAttempts() {
-    int attempts = route.retry().maxAttempts() + 5;
+    int attempts = route.delivery().retry().maxAttempts() + 5;
     for (int i = 1; i < attempts; i++) {
       dispatcher.script.add(DispatchResult.retry("down"));
     }
