@@ -12,12 +12,20 @@
 #   scripts/cluster.sh kill NODE                    SIGKILL one node (e.g. kafka-2, galera-3, redis-1)
 #   scripts/cluster.sh stop NODE                    SIGTERM one node and wait for it to exit
 #   scripts/cluster.sh start NODE                   start a stopped node again: same ports, same data
+#   scripts/cluster.sh pause NODE                   SIGSTOP one node (frozen: alive, answers nothing)
+#   scripts/cluster.sh resume NODE                  SIGCONT a paused node
 #
 # Kafka: replication factor 3, min.insync.replicas=2, every broker also a controller (quorum of 3).
+# The brokers are Kafka 4.4 (scripts/kafka/pom.xml); ONCEGUARD_CLUSTER_KAFKA=3.5 at the first `up`
+# makes them Kafka 3.5.2 (scripts/kafka/3.5/pom.xml, jars in .stack/kafka-3.5), kept until `down`.
 # Galera: multi-primary, rsync SST; `start galera-N` joins the running nodes (IST), or bootstraps
 # a new cluster from that node when none runs and it has the latest commit (`up galera` restarts a
-# stopped cluster from that node). Redis: 3 masters, no replicas; a restarted node
-# keeps its slots (nodes.conf) but not its keys.
+# stopped cluster from that node). Redis: 3 masters (redis-1..3 when created) and one
+# replica each (redis-4..6), cluster-node-timeout ONCEGUARD_CLUSTER_REDIS_NODE_TIMEOUT ms (default
+# 2000): a master killed is replaced by its replica within seconds (a real failover: writes the
+# old master acknowledged but had not yet replicated are lost). Replicas fail over however stale
+# (cluster-replica-validity-factor 0). A restarted node keeps its role and slots (nodes.conf) but
+# not its keys; a restarted former master rejoins as a replica of the node that replaced it.
 # Heaps and buffers are small (ONCEGUARD_CLUSTER_KAFKA_HEAP, default "-Xms128m -Xmx384m").
 set -euo pipefail
 
@@ -31,6 +39,8 @@ CLUSTER_DIR="${ONCEGUARD_CLUSTER_DIR:-$ROOT/.cluster}"
 PORTS_FILE="$CLUSTER_DIR/ports"      # NAME=PORT lines, chosen at the first `up`, kept until `down`
 CLUSTER_ENV="$CLUSTER_DIR/env"
 NODES=(1 2 3)
+REDIS_NODES=(1 2 3 4 5 6)   # 1..3 masters, 4..6 their replicas (when created)
+REDIS_NODE_TIMEOUT="${ONCEGUARD_CLUSTER_REDIS_NODE_TIMEOUT:-2000}"
 read -r -a CLUSTER_KAFKA_HEAP <<<"${ONCEGUARD_CLUSTER_KAFKA_HEAP:--Xms128m -Xmx384m}"
 GALERA_PROVIDER=/usr/lib/galera/libgalera_smm.so
 # As root, mariadbd runs as `mysql`: the rsync SST daemon a joiner starts would otherwise drop
@@ -44,18 +54,23 @@ cluster_lock() {
   flock -w 300 9 || die "another cluster.sh holds $CLUSTER_DIR/lock for more than 300s"
 }
 
+nodes_of() { # component -> its node indexes
+  if [[ $1 == redis ]]; then echo "${REDIS_NODES[@]}"; else echo "${NODES[@]}"; fi
+}
+
 port() { # NAME -> the port recorded for it, or nothing
   [[ -f $PORTS_FILE ]] && sed -n "s/^$1=//p" "$PORTS_FILE" || true
 }
 
 # Records N fresh ports per node under NAME_i_<suffix> for each suffix given.
 assign_ports() { # component bus(0|1) suffix...
-  local comp=$1 bus=$2 i s
+  local comp=$1 bus=$2 i s nodes
   shift 2
-  local n=$((${#NODES[@]} * $#)) ports
+  read -r -a nodes <<<"$(nodes_of "$comp")"
+  local n=$((${#nodes[@]} * $#)) ports
   read -r -a ports <<<"$("${STACKUTIL[@]}" free-ports "$n" $([[ $bus == 1 ]] && echo --bus))"
   [[ ${#ports[@]} -eq $n ]] || die "could not find $n free TCP ports"
-  for i in "${NODES[@]}"; do
+  for i in "${nodes[@]}"; do
     for s in "$@"; do
       echo "${comp}_${i}_$s=${ports[0]}" >>"$PORTS_FILE"
       ports=("${ports[@]:1}")
@@ -65,9 +80,12 @@ assign_ports() { # component bus(0|1) suffix...
 
 node_dir() { echo "$CLUSTER_DIR/$1-$2"; } # component index
 
-addresses() { # prefix component key -> prefix127.0.0.1:PORT of every node, comma-separated
-  local i out=""
-  for i in "${NODES[@]}"; do out+="${out:+,}$1127.0.0.1:$(port "$2_${i}_$3")"; done
+addresses() { # prefix component key [index...] -> prefix127.0.0.1:PORT of those nodes (default: nodes 1..3), comma-separated
+  local prefix=$1 comp=$2 key=$3 i out=""
+  shift 3
+  local which=("$@")
+  [[ ${#which[@]} -gt 0 ]] || which=("${NODES[@]}")
+  for i in "${which[@]}"; do out+="${out:+,}${prefix}127.0.0.1:$(port "${comp}_${i}_${key}")"; done
   echo "$out"
 }
 
@@ -101,6 +119,27 @@ await() { # what pidfile pattern logfile check...
 }
 
 # ----------------------------------------------------------------------------- Kafka
+
+# The release of this cluster's brokers: chosen at the first `up`, recorded with the ports.
+kafka_release() {
+  local r
+  r="$(port kafka_release)"
+  echo "${r:-${ONCEGUARD_CLUSTER_KAFKA:-4.4}}"
+}
+
+KAFKA_LOG_FLAGS=(-Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2-broker.xml")
+kafka_release_select() {
+  case "$(kafka_release)" in
+    4.4) ;;
+    3.5)
+      KAFKA_POM="$SCRIPTS/kafka/3.5/pom.xml"
+      KAFKA_HOME="$STACK_DIR/kafka-3.5"
+      KAFKA_LIB="$KAFKA_HOME/lib"
+      KAFKA_LOG_FLAGS=(-Dlog4j.configuration="file:$SCRIPTS/kafka/3.5/log4j.properties")
+      ;;
+    *) die "ONCEGUARD_CLUSTER_KAFKA='$(kafka_release)' is not one of 4.4, 3.5" ;;
+  esac
+}
 
 kafka_conf() { echo "$(node_dir kafka "$1")/server.properties"; }
 kafka_pattern() { echo "kafka.Kafka $(kafka_conf "$1")"; }
@@ -159,7 +198,7 @@ kafka_start() { # index; waits for the broker to answer, not for the others
   log "kafka-$i: starting on 127.0.0.1:$(port "kafka_${i}_broker") (controller $(port "kafka_${i}_controller"))"
   spawn "$d/pid" "$d/logs/stdout.log" \
     java "${CLUSTER_KAFKA_HEAP[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
-    -Dkafka.logs.dir="$d/logs" -Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2-broker.xml" \
+    -Dkafka.logs.dir="$d/logs" "${KAFKA_LOG_FLAGS[@]}" \
     -cp "$KAFKA_LIB/*" kafka.Kafka "$(kafka_conf "$i")"
 }
 
@@ -167,6 +206,7 @@ kafka_cluster_up() {
   kafka_libs
   local i cid
   if [[ -z $(port kafka_1_broker) ]]; then
+    echo "kafka_release=$(kafka_release)" >>"$PORTS_FILE"
     assign_ports kafka 0 broker controller
     cid="$("${STACKUTIL[@]}" cluster-id)" || die "could not generate a cluster id"
     for i in "${NODES[@]}"; do
@@ -338,7 +378,8 @@ galera_ports() { addresses "" galera port | sed 's/127\.0\.0\.1://g'; }
 redis_cli() { # index args...
   local i=$1
   shift
-  redis-cli -h 127.0.0.1 -p "$(port "redis_${i}_port")" "$@" 2>/dev/null
+  # bounded: a paused node (cluster.sh pause) accepts the connection and never answers
+  timeout 5 redis-cli -h 127.0.0.1 -p "$(port "redis_${i}_port")" "$@" 2>/dev/null
 }
 redis_pattern() { echo "redis-server 127.0.0.1:$(port "redis_$1_port")"; }
 redis_pong() { [[ $(redis_cli "$1" PING) == PONG ]]; }
@@ -351,7 +392,8 @@ redis_start() { # index
   mkdir -p "$d"
   log "redis-$i: starting on 127.0.0.1:$(port "redis_${i}_port")"
   spawn "$d/pid" "$d/redis.log" redis-server --port "$(port "redis_${i}_port")" --bind 127.0.0.1 \
-    --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" --save "" --appendonly no
+    --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" --save "" --appendonly no \
+    --cluster-node-timeout "$REDIS_NODE_TIMEOUT" --cluster-replica-validity-factor 0
   node_await redis "$i" redis_pong "$i"
 }
 
@@ -362,26 +404,30 @@ redis_cluster_up() {
     fresh=1
     assign_ports redis 1 port
   fi
-  for i in "${NODES[@]}"; do
+  for i in "${REDIS_NODES[@]}"; do
     redis_start "$i"
     members+=("127.0.0.1:$(port "redis_${i}_port")")
   done
   if [[ $fresh == 1 ]]; then
-    redis-cli --cluster create "${members[@]}" --cluster-replicas 0 --cluster-yes \
+    # the first three become masters, the last three their replicas (one host: redis-cli warns
+    # that a replica shares its master's host, which is the point of a local cluster)
+    redis-cli --cluster create "${members[@]}" --cluster-replicas 1 --cluster-yes \
       >"$CLUSTER_DIR/redis-create.log" 2>&1 ||
       { cat "$CLUSTER_DIR/redis-create.log" >&2; die "redis-cli --cluster create failed"; }
   fi
-  for i in "${NODES[@]}"; do node_await redis "$i" redis_cluster_ok "$i"; done
-  log "Redis Cluster: ok at $(redis_seeds)"
+  for i in "${REDIS_NODES[@]}"; do node_await redis "$i" redis_cluster_ok "$i"; done
+  log "Redis Cluster: ok at $(redis_seeds), replicas at $(redis_replicas)"
 }
 
 redis_seeds() { addresses redis:// redis port; }
+redis_replicas() { addresses redis:// redis port 4 5 6; }
 
 # ----------------------------------------------------------------------------- nodes
 
 # NODE (kafka-2, galera-1, redis-3) -> "component index pidfile pattern"
 node_parse() {
-  [[ $1 =~ ^(kafka|galera|redis)-([1-3])$ ]] || die "unknown node '$1' (kafka-N, galera-N or redis-N, N in 1..3)"
+  [[ $1 =~ ^(kafka|galera)-([1-3])$ || $1 =~ ^(redis)-([1-6])$ ]] ||
+    die "unknown node '$1' (kafka-N or galera-N, N in 1..3; redis-N, N in 1..6)"
   local c=${BASH_REMATCH[1]} i=${BASH_REMATCH[2]}
   [[ -n $(port "${c}_${i}_port")$(port "${c}_${i}_broker") ]] || die "$1 is not part of this cluster (run: scripts/cluster.sh up $c)"
   echo "$c $i $(node_dir "$c" "$i")/pid"
@@ -426,6 +472,15 @@ cmd_kill() {
   log "$1: killed (pid $pid)"
 }
 
+cmd_signal() { # SIGNAL NODE: pause (STOP) or resume (CONT) one node
+  [[ $# -eq 2 ]] || die "usage: cluster.sh pause|resume NODE"
+  local pid
+  pid="$(node_pid "$2")"
+  [[ -n $pid ]] || die "$2: not running"
+  kill -"$1" "$pid"
+  log "$2: SIG$1 (pid $pid)"
+}
+
 cmd_stop() {
   [[ $# -eq 1 ]] || die "usage: cluster.sh stop NODE"
   local pid
@@ -455,6 +510,7 @@ write_cluster_env() {
     if [[ -n $(port kafka_1_broker) ]]; then
       env_line ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP "$(kafka_bootstrap)"
       env_line KAFKA_LIB "$KAFKA_LIB"
+      env_line ONCEGUARD_CLUSTER_KAFKA_RELEASE "$(kafka_release)"
     fi
     if [[ -n $(port galera_1_port) ]]; then
       env_line ONCEGUARD_CLUSTER_MYSQL_HOST 127.0.0.1
@@ -465,6 +521,7 @@ write_cluster_env() {
     fi
     if [[ -n $(port redis_1_port) ]]; then
       env_line ONCEGUARD_CLUSTER_REDIS_SEEDS "$(redis_seeds)"
+      env_line ONCEGUARD_CLUSTER_REDIS_REPLICAS "$(redis_replicas)"
     fi
   } >"$tmp"
   mv "$tmp" "$CLUSTER_ENV"
@@ -489,11 +546,12 @@ cmd_down() {
   local c i pid
   # Kafka brokers together: each waits for the controller quorum while it shuts down
   for c in kafka galera redis; do
-    for i in "${NODES[@]}"; do
+    for i in $(nodes_of "$c"); do
       pid="$(cat "$(node_dir "$c" "$i")/pid" 2>/dev/null || true)"
-      pid_matches "$pid" "$(node_pattern "$c" "$i")" && kill -TERM "$pid"
+      # a paused node must run again to act on SIGTERM
+      pid_matches "$pid" "$(node_pattern "$c" "$i")" && kill -TERM "$pid" && kill -CONT "$pid"
     done
-    for i in "${NODES[@]}"; do
+    for i in $(nodes_of "$c"); do
       pid="$(cat "$(node_dir "$c" "$i")/pid" 2>/dev/null || true)"
       pid_matches "$pid" "$(node_pattern "$c" "$i")" && stop_pid "$pid" 60 "$c-$i"
     done
@@ -505,7 +563,7 @@ cmd_down() {
 cmd_status() {
   local c i d rc=0 state
   for c in kafka galera redis; do
-    for i in "${NODES[@]}"; do
+    for i in $(nodes_of "$c"); do
       [[ -n $(port "${c}_${i}_port")$(port "${c}_${i}_broker") ]] || continue
       d="$(node_dir "$c" "$i")"
       if ! pid_matches "$(cat "$d/pid" 2>/dev/null)" "$(node_pattern "$c" "$i")"; then
@@ -534,6 +592,8 @@ cluster_usage() {
   exit 2
 }
 
+kafka_release_select
+
 case "${1:-}" in
   up)     shift; cmd_up "$@" ;;
   down)   shift; cmd_down "$@" ;;
@@ -541,6 +601,8 @@ case "${1:-}" in
   env)    shift; cmd_env "$@" ;;
   kill)   shift; cmd_kill "$@" ;;
   stop)   shift; cmd_stop "$@" ;;
+  pause)  shift; cmd_signal STOP "$@" ;;
+  resume) shift; cmd_signal CONT "$@" ;;
   start)  shift; cmd_start "$@" ;;
   *)      cluster_usage ;;
 esac

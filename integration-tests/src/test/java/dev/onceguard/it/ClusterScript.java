@@ -24,10 +24,13 @@ public final class ClusterScript implements AutoCloseable {
   private final Path script;
   private final Path dir;
   private final Map<String, String> env = new HashMap<>();
+  /** Environment of every scripts/cluster.sh run, e.g. {@code ONCEGUARD_CLUSTER_KAFKA=3.5}. */
+  private final Map<String, String> settings;
 
-  private ClusterScript(Path script, Path dir) {
+  private ClusterScript(Path script, Path dir, Map<String, String> settings) {
     this.script = script;
     this.dir = dir;
+    this.settings = settings;
   }
 
   /**
@@ -37,11 +40,19 @@ public final class ClusterScript implements AutoCloseable {
    * @throws IllegalStateException with the script's output when it fails
    */
   public static ClusterScript up(String... components) {
+    return up(Map.of(), components);
+  }
+
+  /**
+   * The same with settings of scripts/cluster.sh in its environment, e.g.
+   * {@code ONCEGUARD_CLUSTER_KAFKA=3.5} (brokers of Kafka 3.5).
+   */
+  public static ClusterScript up(Map<String, String> settings, String... components) {
     Path script = findScript();
     // under target/ of the module, not a JUnit @TempDir: that is private to its owner, and the
     // Galera nodes run as the `mysql` user, which must reach their datadirs
     Path dir = Path.of("target", "cluster-" + UUID.randomUUID().toString().substring(0, 8)).toAbsolutePath();
-    ClusterScript c = new ClusterScript(script, dir);
+    ClusterScript c = new ClusterScript(script, dir, settings);
     try {
       Files.createDirectories(dir);
       Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
@@ -83,6 +94,16 @@ public final class ClusterScript implements AutoCloseable {
   /** Starts a killed or stopped node again and waits until it is back in its cluster. */
   public void start(String node) {
     run(180, "start", node);
+  }
+
+  /** SIGSTOP of one node: it stays alive (its connections open) and answers nothing. */
+  public void pause(String node) {
+    run(30, "pause", node);
+  }
+
+  /** SIGCONT of a paused node. */
+  public void resume(String node) {
+    run(30, "resume", node);
   }
 
   /** SIGTERM of one node; returns when it has exited. */
@@ -145,6 +166,7 @@ public final class ClusterScript implements AutoCloseable {
     List<String> cmd = new ArrayList<>(List.of("bash", script.toString()));
     cmd.addAll(Arrays.asList(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().putAll(settings);
     pb.environment().put("ONCEGUARD_CLUSTER_DIR", dir.toString());
     try {
       Path out = Files.createTempFile("cluster-sh", ".log");

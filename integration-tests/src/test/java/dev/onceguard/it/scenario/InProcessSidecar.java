@@ -26,6 +26,8 @@ final class InProcessSidecar implements AutoCloseable {
   private final Sidecar sidecar;
   private final List<GuardedProcessor> processors = new CopyOnWriteArrayList<>();
   private final AtomicLong accepted = new AtomicLong();
+  /** "DISPOSITION/LAYER/REASON" -> verdicts taken, for the layer that decided each record. */
+  private final java.util.Map<String, java.util.concurrent.atomic.LongAdder> verdicts = new java.util.concurrent.ConcurrentHashMap<>();
   private boolean closed;
 
   private InProcessSidecar(SidecarConfig cfg, Tracing tracing) throws IOException {
@@ -33,6 +35,8 @@ final class InProcessSidecar implements AutoCloseable {
     this.runtime = new GuardRuntime(cfg, Clock.SYSTEM, tracing);
     try {
       ProcessorFactory guarded = runtime.processors((r, v, forwarded) -> {
+        verdicts.computeIfAbsent(v.getDisposition() + "/" + v.getLayer() + "/" + v.getReason(),
+            k -> new java.util.concurrent.atomic.LongAdder()).increment();
         if (v.getDisposition() == Disposition.ACCEPTED && forwarded) {
           accepted.incrementAndGet();
         }
@@ -64,6 +68,13 @@ final class InProcessSidecar implements AutoCloseable {
   /** Records this instance forwarded and confirmed. */
   long accepted() {
     return accepted.get();
+  }
+
+  /** Verdicts taken so far, by "DISPOSITION/LAYER/REASON" (a copy). */
+  java.util.Map<String, Long> verdicts() {
+    java.util.Map<String, Long> copy = new java.util.TreeMap<>();
+    verdicts.forEach((k, n) -> copy.put(k, n.sum()));
+    return copy;
   }
 
   /** Store failures (MySQL) its processors saw and retried. */

@@ -19,15 +19,24 @@ import org.apache.kafka.common.header.Header;
  * and deletes the topics.
  */
 final class OneRouteEnv implements AutoCloseable {
-  final KafkaSupport kafka = new KafkaSupport();
+  final KafkaSupport kafka;
   final Mysql mysql = new Mysql();
   final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
   final String topic;
   final String escalations;
   final String verdicts;
   final String group;
+  /** The L1 of {@link #config}: the stack's Redis unless {@link #redisCluster} named a cluster. */
+  private String redisUri = ItEnv.redisUri();
+  private String redisExtra = "";
 
   OneRouteEnv(String name, int partitions) {
+    this(name, partitions, new KafkaSupport());
+  }
+
+  /** On another broker than the stack's (a cluster of scripts/cluster.sh): the env closes it. */
+  OneRouteEnv(String name, int partitions, KafkaSupport kafka) {
+    this.kafka = kafka;
     try {
       topic = kafka.createTopic(name, partitions);
       escalations = kafka.createTopic(name + "-escalate", 1);
@@ -37,6 +46,16 @@ final class OneRouteEnv implements AutoCloseable {
       close();
       throw e;
     }
+  }
+
+  /**
+   * Makes {@link #config} use a Redis Cluster ({@code redis.mode: cluster}) at these seed URIs, its
+   * breaker open for {@code breakerOpenFor} after a failed call.
+   */
+  OneRouteEnv redisCluster(String seeds, String breakerOpenFor) {
+    redisUri = "'" + seeds + "'";
+    redisExtra = ", mode: cluster, breaker-open-for: " + breakerOpenFor;
+    return this;
   }
 
   /**
@@ -51,7 +70,7 @@ final class OneRouteEnv implements AutoCloseable {
 
   /** The same with another {@code entity-id} (YAML: one source, or a list of them). */
   SidecarConfig configWithEntity(String entityId, String target, String... routeExtra) {
-    return new ConfigReader(Map.of()).parse(yaml(entityId, target, ItEnv.redisUri(), RecordingBusiness.freePort(), "", routeExtra),
+    return new ConfigReader(Map.of()).parse(yaml(entityId, target, redisUri, RecordingBusiness.freePort(), "", routeExtra),
         group);
   }
 
@@ -67,9 +86,9 @@ final class OneRouteEnv implements AutoCloseable {
     }
     return """
         sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms%s}
-        kafka: {bootstrap-servers: %s}
+        kafka: {bootstrap-servers: '%s'}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: 4}
-        redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms}
+        redis: {uri: %s, key-prefix: 'ogit:%s:', timeout: 200ms%s}
         %s
         routes:
           - name: lines
@@ -85,7 +104,7 @@ final class OneRouteEnv implements AutoCloseable {
             verdict-topic: %s
         %s""".formatted(group, grpcPort, sidecarExtra, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(),
         ItEnv.mysqlUser(), ItEnv.mysqlPassword().replace("'", "''"), database, redisUri, database,
-        OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra);
+        redisExtra, OrderScenario.MACHINE_YAML, topic, group, entityId, target, escalations, verdicts, extra);
   }
 
   /** A record of {@link #topic}: the line is the Kafka key, so a line's events share a partition. */
@@ -95,6 +114,22 @@ final class OneRouteEnv implements AutoCloseable {
         .formatted(line, line, event, messageId);
     return new ProducerRecord<>(topic, line.getBytes(StandardCharsets.UTF_8),
         json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Waits until the route's group has committed every partition of {@link #topic} to its end. */
+  void awaitCommittedToEnd(java.time.Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      var committed = kafka.committedOffsets(group, topic);
+      var end = kafka.endOffsets(topic);
+      if (end.entrySet().stream().allMatch(e -> committed.getOrDefault(e.getKey(), 0L) >= e.getValue())) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        org.assertj.core.api.Assertions.assertThat(committed).as("committed offsets reach the end of every partition").isEqualTo(end);
+      }
+      java.util.concurrent.TimeUnit.MILLISECONDS.sleep(250);
+    }
   }
 
   static String header(ConsumerRecord<byte[], byte[]> r, String name) {

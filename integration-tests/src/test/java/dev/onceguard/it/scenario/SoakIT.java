@@ -192,7 +192,7 @@ class SoakIT {
           assertThat(perFact.keySet()).as("every distinct fact reached the business").containsExactlyInAnyOrderElementsOf(load.facts);
           assertThat(perFact).as("each exactly once").allSatisfy((fact, n) -> assertThat(n).as(fact).isEqualTo(1L));
           assertThat(env.kafka.readAll(env.escalations)).as("nothing escalated").isEmpty();
-          awaitCommittedToEnd(env, Duration.ofSeconds(30));
+          env.awaitCommittedToEnd(Duration.ofSeconds(30));
           assertThat(j.problems()).as("memory growth (see %s)", out.resolve("summary.txt")).isEmpty();
         } finally {
           java.nio.file.Files.createDirectories(out);
@@ -211,21 +211,6 @@ class SoakIT {
       }
       if (seen.containsAll(facts)) {
         return;
-      }
-      TimeUnit.MILLISECONDS.sleep(250);
-    }
-  }
-
-  private static void awaitCommittedToEnd(OneRouteEnv env, Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      var committed = env.kafka.committedOffsets(env.group, env.topic);
-      var end = env.kafka.endOffsets(env.topic);
-      if (end.entrySet().stream().allMatch(e -> committed.getOrDefault(e.getKey(), 0L) >= e.getValue())) {
-        return;
-      }
-      if (System.nanoTime() > deadline) {
-        assertThat(committed).as("committed offsets reach the end of every partition").isEqualTo(end);
       }
       TimeUnit.MILLISECONDS.sleep(250);
     }
