@@ -87,8 +87,9 @@ class LargeRecordIT {
 
       String yaml = env.yaml("/line_id", business.target(), dev.onceguard.it.ItEnv.redisUri(), RecordingBusiness.freePort(), "");
       if (!kafkaExtra.isEmpty()) {
-        yaml = yaml.replace("kafka: {bootstrap-servers: " + env.kafka.bootstrap() + "}",
-            "kafka: {bootstrap-servers: " + env.kafka.bootstrap() + ", " + kafkaExtra + "}");
+        String kafkaLine = "kafka: {bootstrap-servers: '" + env.kafka.bootstrap() + "'}";
+        assertThat(yaml).contains(kafkaLine);
+        yaml = yaml.replace(kafkaLine, "kafka: {bootstrap-servers: '" + env.kafka.bootstrap() + "', " + kafkaExtra + "}");
         assertThat(yaml).contains(kafkaExtra);
       }
       SidecarConfig cfg = new ConfigReader(Map.of()).parse(yaml, env.group);
