@@ -127,12 +127,20 @@ public final class RedisIdempotencyCache implements IdempotencyCache {
       return new Link(client, () -> client.connectAsync(StringCodec.UTF8, uri).thenApply(c -> new Connection(c, c.async())));
     }
 
+    /** Triggered topology refreshes at most this often (lettuce's default: 30 s). */
+    static final Duration ADAPTIVE_REFRESH_EVERY = Duration.ofSeconds(2);
+
     static Link cluster(List<RedisURI> seeds, Duration timeout, SslOptions ssl) {
       RedisClusterClient client = RedisClusterClient.create(seeds);
       ClusterClientOptions.Builder b = ClusterClientOptions.builder()
-          // follow slot moves and failovers without waiting for a failed command
+          // follow slot moves and failovers without waiting for a failed command. A failover
+          // triggers a refresh as soon as the master's link drops, before its replica is promoted;
+          // lettuce's default then holds further triggered refreshes back for 30 s, leaving that
+          // master's slots unanswered (L1 skipped) until the periodic one. One refresh per 2 s at
+          // most follows the promotion within about the cluster-node-timeout.
           .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
               .enableAllAdaptiveRefreshTriggers()
+              .adaptiveRefreshTriggersTimeout(ADAPTIVE_REFRESH_EVERY)
               .enablePeriodicRefresh(Duration.ofSeconds(30))
               .build());
       options(b, timeout, ssl)
