@@ -97,6 +97,25 @@ final class SidecarProcess implements AutoCloseable {
     }
   }
 
+  /**
+   * {@code main} of a class on this test JVM's classpath as a process of its own, given the path
+   * of {@code yaml} written to a file (a pipeline without the guard, say: {@link PlainConsumer}).
+   */
+  static SidecarProcess startMain(String name, String yaml, int grpcPort, Class<?> main) {
+    try {
+      Path config = writeConfig(name, yaml);
+      Path log = LOGS.resolve(name + ".log");
+      Process p = new ProcessBuilder(List.of(javaBinary(), "-Xmx384m", "-cp", System.getProperty("java.class.path"), main.getName(),
+          config.toString()))
+          .redirectErrorStream(true)
+          .redirectOutput(log.toFile())
+          .start();
+      return new SidecarProcess(name, grpcPort, log, p);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot start process " + name + " (" + main.getName() + ")", e);
+    }
+  }
+
   /** What a command of the packaged jar printed (stdout and stderr together) and its exit code. */
   record Outcome(int exitCode, String output) {}
 

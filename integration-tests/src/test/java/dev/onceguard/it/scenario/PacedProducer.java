@@ -1,0 +1,112 @@
+package dev.onceguard.it.scenario;
+
+import dev.onceguard.it.scenario.FactStream.Sent;
+import java.time.Duration;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * An upstream service's producer: sends a list of records at a steady rate from a thread of its
+ * own, while the test injects a fault. Idempotent with {@code acks=all}, so that its own retries
+ * (across a broker restart) add no record: every duplicate the consumers see is either in the list
+ * or made by them. One request in flight, for the reason {@code KafkaSupport.produce} gives.
+ * {@link #finish} waits for every acknowledgement and closes it; the test thread calls everything.
+ */
+final class PacedProducer implements AutoCloseable {
+  private final KafkaProducer<byte[], byte[]> producer;
+  private final AtomicInteger handedOver = new AtomicInteger();
+  private final AtomicInteger acked = new AtomicInteger();
+  /** Records to send in all: the list's size unless {@link #stopAt} lowered it. */
+  private final AtomicInteger limit;
+  private final AtomicReference<Exception> failure = new AtomicReference<>();
+  private final Thread thread;
+
+  /** Starts sending {@code records} to {@code topic}, {@code perSecond} of them per second; returns at once. */
+  PacedProducer(String bootstrap, String topic, List<Sent> records, int perSecond) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+    this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    this.limit = new AtomicInteger(records.size());
+    long nanosPerRecord = TimeUnit.SECONDS.toNanos(1) / perSecond;
+    this.thread = new Thread(() -> {
+      long t0 = System.nanoTime();
+      for (int i = 0; i < records.size() && i < limit.get(); i++) {
+        long due = t0 + i * nanosPerRecord;
+        long wait = due - System.nanoTime();
+        if (wait > 0) {
+          try {
+            TimeUnit.NANOSECONDS.sleep(wait);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+        producer.send(records.get(i).toRecord(topic), (md, e) -> {
+          if (e != null) {
+            failure.compareAndSet(null, e);
+          }
+          acked.incrementAndGet();
+        });
+        handedOver.incrementAndGet();
+      }
+    }, "paced-producer");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Records handed to the producer so far. */
+  int handedOver() {
+    return handedOver.get();
+  }
+
+  /** Until {@code n} records were handed to the producer. */
+  void awaitHandedOver(int n, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (handedOver.get() < n) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(handedOver.get() + " records produced, not " + n + ", within " + timeout);
+      }
+      TimeUnit.MILLISECONDS.sleep(10);
+    }
+  }
+
+  /** Sends {@code n} records in all, fewer than the list holds; a no-op once {@code n} were handed over. */
+  void stopAt(int n) {
+    limit.set(n);
+  }
+
+  /**
+   * Until every record up to the limit was handed over and acknowledged; fails on the first send
+   * that failed. Returns how many records were sent, then closes the producer.
+   */
+  int finish(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    thread.join(timeout.toMillis());
+    while (thread.isAlive() || acked.get() < handedOver.get()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError((handedOver.get() - acked.get()) + " records not acknowledged within " + timeout);
+      }
+      TimeUnit.MILLISECONDS.sleep(20);
+    }
+    if (failure.get() != null) {
+      throw new AssertionError("a send failed", failure.get());
+    }
+    close();
+    return handedOver.get();
+  }
+
+  @Override
+  public void close() {
+    thread.interrupt();
+    producer.close(Duration.ofSeconds(10));
+  }
+}

@@ -1,0 +1,40 @@
+package dev.onceguard.it.scenario;
+
+import dev.onceguard.it.scenario.DoubleTally.Counts;
+import java.util.List;
+import java.util.Locale;
+
+/** The tables of Q5 in docs/answers.md, from the counts of {@link UpstreamOnly}. Pure. */
+final class UpstreamReport {
+
+  /**
+   * One case: {@code records} produced, of which {@code resends} carried a fact sent before; what
+   * each business received; {@code fault}: when the fault came and how long it took, as measured.
+   */
+  record Row(UpstreamCase c, int records, int resends, Counts plain, Counts guarded, String fault) {}
+
+  private UpstreamReport() {}
+
+  static String markdown(List<Row> rows) {
+    StringBuilder md = new StringBuilder();
+    md.append("| Case | records | re-sent by upstream | plain consumer: received twice | per 10,000 records"
+        + " | of them its own redeliveries | OnceGuard: received twice | OnceGuard: received again, flagged `redelivery` |\n");
+    md.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (Row r : rows) {
+      md.append(String.format(Locale.ROOT, "| %s (%s) | %,d | %,d | %,d | %s | %,d | %,d | %,d |%n", r.c.what, r.fault, r.records,
+          r.resends, r.plain.repeats(), per10k(r.plain.repeats(), r.records), r.plain.redelivered(), r.guarded.unflagged(),
+          r.guarded.flagged()));
+    }
+    md.append("\n| Case | could an upstream producer remove these duplicates? |\n|---|---|\n");
+    for (Row r : rows) {
+      md.append("| ").append(r.c.what).append(" | ").append(r.c.origin.upstreamCanDedup).append(" |\n");
+    }
+    return md.toString();
+  }
+
+  /** Per 10,000 records, as an integer when it is one. */
+  static String per10k(int n, int records) {
+    double v = DoubleTally.per10k(n, records);
+    return v == Math.rint(v) ? String.format(Locale.ROOT, "%,d", (long) v) : String.format(Locale.ROOT, "%,.1f", v);
+  }
+}

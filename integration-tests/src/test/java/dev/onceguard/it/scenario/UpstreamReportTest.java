@@ -1,0 +1,29 @@
+package dev.onceguard.it.scenario;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.onceguard.it.scenario.DoubleTally.Counts;
+import dev.onceguard.it.scenario.UpstreamReport.Row;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class UpstreamReportTest {
+
+  @Test
+  void markdown_oneRowPerCase_countsAndThePlainConsumersPer10k_andWhetherUpstreamCouldRemoveThem() {
+    String md = UpstreamReport.markdown(List.of(
+        new Row(UpstreamCase.KILL_NINE, 5_000, 0, new Counts(5_040, 40, 0, 0), new Counts(5_003, 3, 0, 3), "at record 2,000"),
+        new Row(UpstreamCase.REKEYED_RESEND, 10_000, 100, new Counts(10_000, 0, 100, 0), new Counts(9_900, 0, 0, 0), "every 100th")));
+
+    assertThat(md).contains("| " + UpstreamCase.KILL_NINE.what + " (at record 2,000) | 5,000 | 0 | 40 | 80 | 40 | 0 | 3 |");
+    assertThat(md).contains("| " + UpstreamCase.REKEYED_RESEND.what + " (every 100th) | 10,000 | 100 | 100 | 100 | 0 | 0 | 0 |");
+    assertThat(md).contains("| " + UpstreamCase.KILL_NINE.what + " | No: ");
+    assertThat(md).contains("| " + UpstreamCase.REKEYED_RESEND.what + " | Only if its store is keyed by the business key");
+  }
+
+  @Test
+  void per10k_oneDecimalUnlessWhole() {
+    assertThat(UpstreamReport.per10k(3, 7_000)).isEqualTo("4.3");
+    assertThat(UpstreamReport.per10k(1_234, 10_000)).isEqualTo("1,234");
+  }
+}
