@@ -187,10 +187,11 @@ answers:
 	"$(STACK)" up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
 	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests -am \
-	    -Dtest=TtlAnswerTest -Dit.test=RedisFailoverIT,Kafka35IT \
+	    -Dtest=TtlAnswerTest -Dit.test=RedisFailoverIT,Kafka35IT,UpstreamOnly \
 	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	    -Dfailover.facts=$(ANSWERS_FAILOVER_FACTS) -Dfailover.out=target/answers/q2-failover.md \
-	    -Danswers.ttl-out=target/answers/q2-ttl.md -Danswers.kafka35-out=target/answers/kafka35.md ) || rc=$$?; \
+	    -Danswers.ttl-out=target/answers/q2-ttl.md -Danswers.kafka35-out=target/answers/kafka35.md \
+	    -Danswers.q5-out=target/answers/q5.md ) || rc=$$?; \
 	  scripts/answers.sh "make answers" "$$load" || rc=$$?; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \

@@ -36,14 +36,6 @@ final class FactStream {
     List<String> facts() {
       return records.stream().map(Sent::fact).distinct().toList();
     }
-
-    /** The first {@code n} records, of a batch without re-sends. */
-    Batch first(int n) {
-      if (resends != 0) {
-        throw new IllegalStateException("a batch with re-sends is produced whole");
-      }
-      return new Batch(caseId, records.subList(0, n), 0);
-    }
   }
 
   private record Fact(String line, int sku, int warehouse, Instant occurredAt) {}

@@ -90,16 +90,6 @@ class FactStreamTest {
   }
 
   @Test
-  void first_keepsTheFirstRecords_ofABatchWithoutResendsOnly() {
-    FactStream stream = new FactStream(5, NOW);
-    Batch fresh = stream.fresh("rebalance", 100, Duration.ZERO);
-    assertThat(fresh.first(30).records()).isEqualTo(fresh.records().subList(0, 30));
-    assertThat(fresh.first(30).facts()).hasSize(30);
-    Batch rekeyed = stream.rekeyed("rekeyed", 100, 10);
-    assertThatThrownBy(() -> rekeyed.first(30)).isInstanceOf(IllegalStateException.class);
-  }
-
-  @Test
   void sameSeed_sameRecords() {
     assertThat(new FactStream(9, NOW).rekeyed("r", 300, 7).records()).isEqualTo(new FactStream(9, NOW).rekeyed("r", 300, 7).records());
   }

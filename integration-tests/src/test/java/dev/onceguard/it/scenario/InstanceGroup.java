@@ -6,10 +6,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The instances of one consumer group, each a process of its own (so that kill -9 is real): the
- * guarded sidecar ({@code onceguard.jar}) or the plain consumer ({@link PlainConsumer}), all with
- * the same configuration but for instance id and port, all calling one business. The test
- * thread calls everything; {@link #close()} kills what still runs.
+ * The instances of one consumer group, each a process of its own (so that kill -9 is real), all
+ * running one pipeline ({@link StandbyConsumer}, plain or guarded) with the same configuration but
+ * for instance id and port, all calling one business. An instance is started ahead, as a standby,
+ * and joins the group when {@link #join} tells it to. The test thread calls everything;
+ * {@link #close()} kills what still runs.
  */
 final class InstanceGroup implements AutoCloseable {
   /** Which pipeline the processes run. */
@@ -37,23 +38,35 @@ final class InstanceGroup implements AutoCloseable {
     this.config = config;
   }
 
-  /** Starts one more instance and returns without waiting for it to serve. */
-  SidecarProcess add(String instanceId) {
+  /** Starts a process that starts up and waits to {@link #join}; returns at once. */
+  SidecarProcess standby(String instanceId) {
     int port = RecordingBusiness.freePort();
     String processName = name + "-" + all.size() + "-" + instanceId;
-    String yaml = config.yaml(instanceId, port);
-    SidecarProcess p = kind == Kind.GUARDED ? SidecarProcess.start(processName, yaml, port)
-        : SidecarProcess.startMain(processName, yaml, port, PlainConsumer.class);
-    running.add(p);
+    SidecarProcess p = SidecarProcess.startMain(processName, config.yaml(instanceId, port), port, StandbyConsumer.class,
+        kind == Kind.GUARDED ? "guarded" : "plain");
     all.add(p);
     return p;
   }
 
-  /** The {@code i}-th of the instances that run, oldest first. */
+  /** Until every process started so far has started up (joined or waiting to). */
+  void awaitReady(Duration timeout) throws InterruptedException {
+    for (SidecarProcess p : all) {
+      p.awaitOutput(StandbyConsumer.READY, timeout);
+    }
+  }
+
+  /** Tells a standby to join the group: it starts consuming. */
+  void join(SidecarProcess p) {
+    p.sendLine();
+    running.add(p);
+  }
+
+  /** The {@code i}-th of the instances in the group, oldest first. */
   SidecarProcess instance(int i) {
     return running.get(i);
   }
 
+  /** Until every instance in the group serves (its consumer started). */
   void awaitServing(Duration timeout) throws InterruptedException {
     for (SidecarProcess p : running) {
       p.awaitServing(timeout);
@@ -66,7 +79,7 @@ final class InstanceGroup implements AutoCloseable {
     running.remove(p);
   }
 
-  /** Stops counting {@code p} among the instances that run (the caller stopped it). */
+  /** Stops counting {@code p} among the instances in the group (the caller stopped it). */
   void forget(SidecarProcess p) {
     running.remove(p);
   }

@@ -22,8 +22,6 @@ final class PacedProducer implements AutoCloseable {
   private final KafkaProducer<byte[], byte[]> producer;
   private final AtomicInteger handedOver = new AtomicInteger();
   private final AtomicInteger acked = new AtomicInteger();
-  /** Records to send in all: the list's size unless {@link #stopAt} lowered it. */
-  private final AtomicInteger limit;
   private final AtomicReference<Exception> failure = new AtomicReference<>();
   private final Thread thread;
 
@@ -36,11 +34,10 @@ final class PacedProducer implements AutoCloseable {
     p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
     this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
-    this.limit = new AtomicInteger(records.size());
     long nanosPerRecord = TimeUnit.SECONDS.toNanos(1) / perSecond;
     this.thread = new Thread(() -> {
       long t0 = System.nanoTime();
-      for (int i = 0; i < records.size() && i < limit.get(); i++) {
+      for (int i = 0; i < records.size(); i++) {
         long due = t0 + i * nanosPerRecord;
         long wait = due - System.nanoTime();
         if (wait > 0) {
@@ -79,16 +76,8 @@ final class PacedProducer implements AutoCloseable {
     }
   }
 
-  /** Sends {@code n} records in all, fewer than the list holds; a no-op once {@code n} were handed over. */
-  void stopAt(int n) {
-    limit.set(n);
-  }
-
-  /**
-   * Until every record up to the limit was handed over and acknowledged; fails on the first send
-   * that failed. Returns how many records were sent, then closes the producer.
-   */
-  int finish(Duration timeout) throws InterruptedException {
+  /** Until every record was handed over and acknowledged, then closes the producer; fails on the first send that failed. */
+  void finish(Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     thread.join(timeout.toMillis());
     while (thread.isAlive() || acked.get() < handedOver.get()) {
@@ -101,7 +90,6 @@ final class PacedProducer implements AutoCloseable {
       throw new AssertionError("a send failed", failure.get());
     }
     close();
-    return handedOver.get();
   }
 
   @Override

@@ -98,18 +98,18 @@ final class SidecarProcess implements AutoCloseable {
   }
 
   /**
-   * {@code main} of a class on this test JVM's classpath as a process of its own, given the path
-   * of {@code yaml} written to a file (a pipeline without the guard, say: {@link PlainConsumer}).
+   * {@code main} of a class on this test JVM's classpath as a process of its own, with {@code args}
+   * and then the path of {@code yaml} written to a file ({@link StandbyConsumer}, say).
    */
-  static SidecarProcess startMain(String name, String yaml, int grpcPort, Class<?> main) {
+  static SidecarProcess startMain(String name, String yaml, int grpcPort, Class<?> main, String... args) {
     try {
       Path config = writeConfig(name, yaml);
       Path log = LOGS.resolve(name + ".log");
-      Process p = new ProcessBuilder(List.of(javaBinary(), "-Xmx384m", "-cp", System.getProperty("java.class.path"), main.getName(),
-          config.toString()))
-          .redirectErrorStream(true)
-          .redirectOutput(log.toFile())
-          .start();
+      List<String> cmd = new java.util.ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-cp", System.getProperty("java.class.path"),
+          main.getName()));
+      cmd.addAll(List.of(args));
+      cmd.add(config.toString());
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
       return new SidecarProcess(name, grpcPort, log, p);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start process " + name + " (" + main.getName() + ")", e);
@@ -176,6 +176,30 @@ final class SidecarProcess implements AutoCloseable {
     } finally {
       ch.shutdownNow();
       ch.awaitTermination(2, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Until the process's output holds {@code line}; fails if it exits first. */
+  void awaitOutput(String line, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!log().contains(line)) {
+      if (!process.isAlive()) {
+        throw new AssertionError(name + " exited with " + process.exitValue() + " before printing '" + line + "'; its log:\n" + tail());
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(name + " did not print '" + line + "' within " + timeout + "; its log:\n" + tail());
+      }
+      TimeUnit.MILLISECONDS.sleep(200);
+    }
+  }
+
+  /** Writes a line to the process's stdin ({@link StandbyConsumer} joins its group on it). */
+  void sendLine() {
+    try {
+      process.getOutputStream().write('\n');
+      process.getOutputStream().flush();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write to " + name, e);
     }
   }
 

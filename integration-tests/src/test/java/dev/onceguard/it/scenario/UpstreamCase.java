@@ -5,12 +5,13 @@ package dev.onceguard.it.scenario;
  * their duplicates come from, which decides whether a producer could remove them.
  */
 enum UpstreamCase {
-  KILL_NINE("kill", "kill -9 of one of two instances, a replacement started at once", Origin.CONSUMER),
-  REBALANCE("rebalance", "a third instance joins, then one of the first two leaves (SIGTERM)", Origin.CONSUMER),
-  BROKER_RESTART("broker", "the broker killed (kill -9) and started again on its data", Origin.CONSUMER),
-  LATE_COMPENSATION("late", "a compensation re-run re-publishes facts of 9 days ago (business time in the payload): same business key"
-      + " and Kafka key, new message id", Origin.LATE_RESEND),
-  REKEYED_RESEND("rekeyed", "re-sends of facts of the same stream with a new message id and a new Kafka key", Origin.REKEYED_RESEND);
+  KILL_NINE("kill", "one kill -9", "kill -9 of one of two instances, a replacement joins at once", Origin.CONSUMER),
+  REBALANCE("rebalance", "a join and a leave", "a third instance joins, then one of the first two leaves (SIGTERM)", Origin.CONSUMER),
+  BROKER_RESTART("broker", "a broker restart", "the broker killed (kill -9) and started again on its data", Origin.CONSUMER),
+  LATE_COMPENSATION("late", "the compensation 9 days late", "a compensation re-run re-publishes facts of 9 days ago (business time in"
+      + " the payload): same business key and Kafka key, new message id", Origin.LATE_RESEND),
+  REKEYED_RESEND("rekeyed", "the re-keyed re-sends", "re-sends of facts of the same stream with a new message id and a new Kafka key",
+      Origin.REKEYED_RESEND);
 
   /** Where a case's duplicates are made. */
   enum Origin {
@@ -33,11 +34,14 @@ enum UpstreamCase {
 
   /** The case's prefix of message ids ({@link FactStream}). */
   final String id;
+  /** A few words, for a sentence. */
+  final String label;
   final String what;
   final Origin origin;
 
-  UpstreamCase(String id, String what, Origin origin) {
+  UpstreamCase(String id, String label, String what, Origin origin) {
     this.id = id;
+    this.label = label;
     this.what = what;
     this.origin = origin;
   }

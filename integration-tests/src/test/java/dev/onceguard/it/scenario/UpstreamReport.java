@@ -32,6 +32,28 @@ final class UpstreamReport {
     return md.toString();
   }
 
+  /**
+   * One sentence: what the plain consumer's business received twice per 10,000 records in each
+   * case, and what the sidecar's received twice, unflagged and flagged.
+   */
+  static String summary(List<Row> rows) {
+    StringBuilder plain = new StringBuilder();
+    int unflagged = 0;
+    StringBuilder flagged = new StringBuilder();
+    for (Row r : rows) {
+      plain.append(plain.length() == 0 ? "" : rows.indexOf(r) == rows.size() - 1 ? " and " : ", ")
+          .append(per10k(r.plain.repeats(), r.records)).append(" after ").append(r.c.label);
+      unflagged += r.guarded.unflagged();
+      if (r.guarded.flagged() > 0) {
+        flagged.append(flagged.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%,d", r.guarded.flagged())).append(" after ")
+            .append(r.c.label);
+      }
+    }
+    return String.format(Locale.ROOT, "**Measured.** Per 10,000 records, the plain consumer's business received facts twice: %s."
+        + " OnceGuard's business received %,d facts twice unflagged%s.", plain, unflagged,
+        flagged.length() == 0 ? ", and none again flagged `redelivery`" : ", and facts again flagged `redelivery`: " + flagged);
+  }
+
   /** Per 10,000 records, as an integer when it is one. */
   static String per10k(int n, int records) {
     double v = DoubleTally.per10k(n, records);

@@ -22,6 +22,18 @@ class UpstreamReportTest {
   }
 
   @Test
+  void summary_plainPer10kPerCase_guardedUnflaggedTotal_andFlaggedWhereThereAreAny() {
+    String s = UpstreamReport.summary(List.of(
+        new Row(UpstreamCase.KILL_NINE, 5_000, 0, new Counts(5_040, 40, 0, 0), new Counts(5_003, 3, 0, 3), "x"),
+        new Row(UpstreamCase.BROKER_RESTART, 10_000, 0, Counts.NONE, Counts.NONE, "y"),
+        new Row(UpstreamCase.REKEYED_RESEND, 10_000, 100, new Counts(10_000, 0, 100, 0), new Counts(9_900, 0, 0, 0), "z")));
+
+    assertThat(s).isEqualTo("**Measured.** Per 10,000 records, the plain consumer's business received facts twice: 80 after one kill -9,"
+        + " 0 after a broker restart and 100 after the re-keyed re-sends. OnceGuard's business received 0 facts twice unflagged, and"
+        + " facts again flagged `redelivery`: 3 after one kill -9.");
+  }
+
+  @Test
   void per10k_oneDecimalUnlessWhole() {
     assertThat(UpstreamReport.per10k(3, 7_000)).isEqualTo("4.3");
     assertThat(UpstreamReport.per10k(1_234, 10_000)).isEqualTo("1,234");
