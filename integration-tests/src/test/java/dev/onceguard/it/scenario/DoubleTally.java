@@ -11,10 +11,11 @@ import java.util.TreeSet;
 
 /**
  * What a business received twice, per case: the calls it received, in arrival order, each
- * carrying one fact. The first call of a fact is its delivery; every later one is a repeat, either
- * of the same Kafka record (the consumer delivered it again: a redelivery) or of another record
- * carrying the fact (upstream sent it again: a re-send). A repeat counts against the case whose
- * record it carried. Pure; thread-confined.
+ * carrying one fact. The first call of a fact is its delivery; every later one is a repeat: of
+ * another record carrying the fact (upstream sent it again: a re-send), or of the same Kafka record,
+ * either called again by the same consumer after a call that failed or timed out (a retry,
+ * {@code attempt > 1}) or delivered again as a first attempt (a redelivery: the record was consumed
+ * again). A repeat counts against the case whose record it carried. Pure; thread-confined.
  */
 final class DoubleTally {
 
@@ -23,19 +24,20 @@ final class DoubleTally {
    *
    * @param coordinates the Kafka record, {@code topic-partition@offset}
    * @param flagged the delivery said {@code redelivery = true}: the business may have seen it
+   * @param attempt the delivery's attempt: 1 for a consumer's first call of the record
    */
-  record Receipt(String fact, String coordinates, String caseId, boolean flagged) {}
+  record Receipt(String fact, String coordinates, String caseId, boolean flagged, int attempt) {}
 
   /**
    * One case's calls: {@code received} in all; repeats of a fact already received, as
-   * {@code redelivered} (the same record again) and {@code resent} (another record); and how many of
-   * those repeats were {@code flagged}.
+   * {@code redelivered}, {@code retried} (the same record again) and {@code resent} (another
+   * record); and how many of those repeats were {@code flagged}.
    */
-  record Counts(int received, int redelivered, int resent, int flagged) {
-    static final Counts NONE = new Counts(0, 0, 0, 0);
+  record Counts(int received, int redelivered, int retried, int resent, int flagged) {
+    static final Counts NONE = new Counts(0, 0, 0, 0, 0);
 
     int repeats() {
-      return redelivered + resent;
+      return redelivered + retried + resent;
     }
 
     /** Repeats the business was not told about: only a check of its own would catch them. */
@@ -51,19 +53,19 @@ final class DoubleTally {
     Map<String, Set<String>> recordsOfFact = new HashMap<>();
     Map<String, int[]> c = new LinkedHashMap<>();
     for (Receipt r : inArrivalOrder) {
-      int[] k = c.computeIfAbsent(r.caseId(), x -> new int[4]);
+      int[] k = c.computeIfAbsent(r.caseId(), x -> new int[5]);
       k[0]++;
       Set<String> seen = recordsOfFact.computeIfAbsent(r.fact(), f -> new HashSet<>());
       if (!seen.isEmpty()) {
-        k[seen.contains(r.coordinates()) ? 1 : 2]++;
+        k[!seen.contains(r.coordinates()) ? 3 : r.attempt() > 1 ? 2 : 1]++;
         if (r.flagged()) {
-          k[3]++;
+          k[4]++;
         }
       }
       seen.add(r.coordinates());
     }
     Map<String, Counts> out = new LinkedHashMap<>();
-    c.forEach((id, k) -> out.put(id, new Counts(k[0], k[1], k[2], k[3])));
+    c.forEach((id, k) -> out.put(id, new Counts(k[0], k[1], k[2], k[3], k[4])));
     return out;
   }
 

@@ -1,6 +1,7 @@
 package dev.onceguard.it.scenario;
 
 import dev.onceguard.it.RecordingBusiness;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,15 +27,16 @@ final class InstanceGroup implements AutoCloseable {
 
   final String name;
   final Kind kind;
-  final RecordingBusiness business;
+  /** The consumer group's id. */
+  final String group;
   private final Config config;
   private final List<SidecarProcess> running = new ArrayList<>();
   private final List<SidecarProcess> all = new ArrayList<>();
 
-  InstanceGroup(String name, Kind kind, RecordingBusiness business, Config config) {
+  InstanceGroup(String name, Kind kind, String group, Config config) {
     this.name = name;
     this.kind = kind;
-    this.business = business;
+    this.group = group;
     this.config = config;
   }
 
@@ -61,6 +63,11 @@ final class InstanceGroup implements AutoCloseable {
     running.add(p);
   }
 
+  /** Instances in the group. */
+  int size() {
+    return running.size();
+  }
+
   /** The {@code i}-th of the instances in the group, oldest first. */
   SidecarProcess instance(int i) {
     return running.get(i);
@@ -71,6 +78,16 @@ final class InstanceGroup implements AutoCloseable {
     for (SidecarProcess p : running) {
       p.awaitServing(timeout);
     }
+  }
+
+  /** Whether every instance in the group serves now. */
+  boolean serving() throws InterruptedException {
+    for (SidecarProcess p : running) {
+      if (p.health("") != ServingStatus.SERVING) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** kill -9 of {@code p}, waiting until it is gone. */

@@ -105,8 +105,9 @@ final class SidecarProcess implements AutoCloseable {
     try {
       Path config = writeConfig(name, yaml);
       Path log = LOGS.resolve(name + ".log");
-      List<String> cmd = new java.util.ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-cp", System.getProperty("java.class.path"),
-          main.getName()));
+      // the container image's JVM flags (deploy/Dockerfile)
+      List<String> cmd = new java.util.ArrayList<>(List.of(javaBinary(), "-XX:+UseSerialGC", "-Xms16m", "-Xmx384m", "-cp",
+          System.getProperty("java.class.path"), main.getName()));
       cmd.addAll(List.of(args));
       cmd.add(config.toString());
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();

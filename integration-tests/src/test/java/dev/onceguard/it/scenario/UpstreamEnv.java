@@ -93,6 +93,17 @@ final class UpstreamEnv implements AutoCloseable {
     }
   }
 
+  /** Until {@code n} members of {@code group} own partitions of the topic; fails after {@code timeout}. */
+  void awaitMembers(String group, int n, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (kafka.activeMembers(group) != n) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(group + ": " + kafka.activeMembers(group) + " members own partitions, not " + n + ", after " + timeout);
+      }
+      TimeUnit.MILLISECONDS.sleep(200);
+    }
+  }
+
   /** Deletes the guard's L1 keys (as a TTL shorter than a re-run's lateness would); returns how many there were. */
   long wipeL1() {
     return ItEnv.deleteRedisKeys(redisPrefix);

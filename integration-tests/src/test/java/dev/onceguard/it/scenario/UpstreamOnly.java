@@ -73,9 +73,9 @@ class UpstreamOnly {
     try (UpstreamEnv env = new UpstreamEnv("q5", PARTITIONS);
         RecordingBusiness plainBusiness = RecordingBusiness.start();
         RecordingBusiness guardedBusiness = RecordingBusiness.start();
-        InstanceGroup plain = new InstanceGroup("q5-plain", Kind.PLAIN, plainBusiness,
+        InstanceGroup plain = new InstanceGroup("q5-plain", Kind.PLAIN, env.plainGroup,
             (id, port) -> env.yaml(env.plainGroup, id, port, plainBusiness.target()));
-        InstanceGroup guarded = new InstanceGroup("q5-guarded", Kind.GUARDED, guardedBusiness,
+        InstanceGroup guarded = new InstanceGroup("q5-guarded", Kind.GUARDED, env.guardedGroup,
             (id, port) -> env.yaml(env.guardedGroup, id, port, guardedBusiness.target()))) {
       List<InstanceGroup> groups = List.of(plain, guarded);
       Map<InstanceGroup, Standbys> standbys = new HashMap<>();
@@ -91,7 +91,7 @@ class UpstreamOnly {
       log("two instances per group serving, two more per group waiting");
       Batch warmUp = stream.fresh("warm", WARM_UP, LATE);
       batches.add(warmUp);
-      runCase(env, warmUp, producer -> "");
+      runCase(env, groups, warmUp, producer -> "");
       log("warm-up delivered");
 
       Map<UpstreamCase, Batch> caseBatches = Map.of(
@@ -104,7 +104,7 @@ class UpstreamOnly {
       Map<UpstreamCase, Ran> ran = new EnumMap<>(UpstreamCase.class);
       for (UpstreamCase c : UpstreamCase.values()) {
         long before = env.records();
-        Ran r = runCase(env, caseBatches.get(c), producer -> fault(c, env, groups, standbys, producer));
+        Ran r = runCase(env, groups, caseBatches.get(c), producer -> fault(c, env, groups, standbys, producer));
         ran.put(c, r);
         batches.add(r.produced());
         assertThat(env.records() - before).as("%s: records in the topic (an idempotent producer adds none)", c)
@@ -140,13 +140,20 @@ class UpstreamOnly {
   /** A group's instances started ahead: the replacement of the killed one, and the one that joins. */
   private record Standbys(SidecarProcess replacement, SidecarProcess joiner) {}
 
-  /** Produces {@code batch} at {@link #RATE}, runs {@code fault} meanwhile, waits until both groups committed it all. */
-  private static Ran runCase(UpstreamEnv env, Batch batch, FaultRun fault) throws Exception {
+  /**
+   * Produces {@code batch} at {@link #RATE}, runs {@code fault} meanwhile, waits until both groups
+   * committed it all and every instance of theirs owns partitions (so that no join of this case
+   * spills into the next).
+   */
+  private static Ran runCase(UpstreamEnv env, List<InstanceGroup> groups, Batch batch, FaultRun fault) throws Exception {
     try (PacedProducer producer = new PacedProducer(env.kafka.bootstrap(), env.topic, batch.records(), RATE)) {
       String what = fault.run(producer);
       producer.finish(CATCH_UP);
-      env.awaitCommitted(env.plainGroup, CATCH_UP);
-      env.awaitCommitted(env.guardedGroup, CATCH_UP);
+      for (InstanceGroup g : groups) {
+        g.awaitServing(START);
+        env.awaitCommitted(g.group, CATCH_UP);
+        env.awaitMembers(g.group, g.size(), CATCH_UP);
+      }
       log("%s: %,d records, %s; both groups committed", batch.caseId(), batch.records().size(), what);
       return new Ran(batch, what);
     }
@@ -169,25 +176,19 @@ class UpstreamOnly {
         for (InstanceGroup g : groups) {
           g.kill(g.instance(0));
         }
-        long t = System.nanoTime();
         for (InstanceGroup g : groups) {
           g.join(standbys.get(g).replacement());
         }
-        for (InstanceGroup g : groups) {
-          g.awaitServing(START);
-        }
-        return String.format(Locale.ROOT, "at record %,d; the replacement serving %.1f s later", at, seconds(t));
+        return String.format(Locale.ROOT, "at record %,d; the replacement %s", at, serving(groups, producer, RECORDS));
       }
       case REBALANCE -> {
         int join = RECORDS / 4;
+        int leave = RECORDS * 65 / 100;
         producer.awaitHandedOver(join, wait);
         for (InstanceGroup g : groups) {
           g.join(standbys.get(g).joiner());
         }
-        for (InstanceGroup g : groups) {
-          g.awaitServing(START);
-        }
-        int leave = Math.max(RECORDS * 65 / 100, producer.handedOver());
+        String joined = serving(groups, producer, leave);
         producer.awaitHandedOver(leave, wait);
         List<SidecarProcess> leaving = groups.stream().map(g -> g.instance(0)).toList();
         leaving.forEach(SidecarProcess::signalStop);
@@ -196,7 +197,7 @@ class UpstreamOnly {
           // a JVM ended by SIGTERM exits 143 (128 + 15) once its shutdown hook drained the consumer
           assertThat(leaving.get(i).awaitExit(Duration.ofSeconds(40))).as("%s drained and left", leaving.get(i).name).isIn(0, 143);
         }
-        return String.format(Locale.ROOT, "joins at record %,d, one leaves at record %,d", join, leave);
+        return String.format(Locale.ROOT, "one joins at record %,d and %s; one leaves at record %,d", join, joined, leave);
       }
       case BROKER_RESTART -> {
         int at = RECORDS * 4 / 10;
@@ -217,6 +218,25 @@ class UpstreamOnly {
     }
   }
 
+  /**
+   * Waits until every instance of both groups serves (its consumer started), or until
+   * {@code record} was produced; says at which record they served, if they did by then.
+   */
+  private static String serving(List<InstanceGroup> groups, PacedProducer producer, int record) throws InterruptedException {
+    long t = System.nanoTime();
+    while (producer.handedOver() < record) {
+      boolean all = true;
+      for (InstanceGroup g : groups) {
+        all &= g.serving();
+      }
+      if (all) {
+        return String.format(Locale.ROOT, "serving at record %,d (%.1f s)", producer.handedOver(), seconds(t));
+      }
+      TimeUnit.MILLISECONDS.sleep(250);
+    }
+    return String.format(Locale.ROOT, "not serving yet at record %,d (%.1f s)", record, seconds(t));
+  }
+
   /** Every call a business received, as receipts in arrival order. */
   private static List<Receipt> receipts(RecordingBusiness business) {
     List<Receipt> out = new ArrayList<>();
@@ -225,7 +245,7 @@ class UpstreamOnly {
       byte[] value = d.getRecord().getValue().toByteArray();
       String messageId = OneRouteEnv.field(value, "message_id");
       out.add(new Receipt(OneRouteEnv.field(value, FactStream.FACT_FIELD), call.coordinates(), FactStream.caseOf(messageId),
-          d.getRedelivery()));
+          d.getRedelivery(), d.getAttempt()));
     }
     return out;
   }

@@ -9,7 +9,7 @@ final class UpstreamReport {
 
   /**
    * One case: {@code records} produced, of which {@code resends} carried a fact sent before; what
-   * each business received; {@code fault}: when the fault came and how long it took, as measured.
+   * each business received; {@code fault}: when the fault came and how it went, as measured.
    */
   record Row(UpstreamCase c, int records, int resends, Counts plain, Counts guarded, String fault) {}
 
@@ -17,13 +17,14 @@ final class UpstreamReport {
 
   static String markdown(List<Row> rows) {
     StringBuilder md = new StringBuilder();
-    md.append("| Case | records | re-sent by upstream | plain consumer: received twice | per 10,000 records"
-        + " | of them its own redeliveries | OnceGuard: received twice | OnceGuard: received again, flagged `redelivery` |\n");
-    md.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.append("| Case | records | plain consumer: received twice | per 10,000 records | of them: upstream's re-sends / the"
+        + " consumer's redeliveries / its retries of failed calls | OnceGuard: received twice | OnceGuard: received again, flagged"
+        + " `redelivery` (redeliveries / retries) |\n");
+    md.append("|---|---:|---:|---:|---:|---:|---:|\n");
     for (Row r : rows) {
-      md.append(String.format(Locale.ROOT, "| %s (%s) | %,d | %,d | %,d | %s | %,d | %,d | %,d |%n", r.c.what, r.fault, r.records,
-          r.resends, r.plain.repeats(), per10k(r.plain.repeats(), r.records), r.plain.redelivered(), r.guarded.unflagged(),
-          r.guarded.flagged()));
+      md.append(String.format(Locale.ROOT, "| %s (%s) | %,d | %,d | %s | %,d / %,d / %,d | %,d | %,d (%,d / %,d) |%n", r.c.what, r.fault,
+          r.records, r.plain.repeats(), per10k(r.plain.repeats(), r.records), r.plain.resent(), r.plain.redelivered(),
+          r.plain.retried(), r.guarded.unflagged(), r.guarded.flagged(), r.guarded.redelivered(), r.guarded.retried()));
     }
     md.append("\n| Case | could an upstream producer remove these duplicates? |\n|---|---|\n");
     for (Row r : rows) {
