@@ -129,16 +129,20 @@ PY
   echo "**Short answer.** Leave it upstream only where a fact received twice does no harm. A producer can remove only the"
   echo "duplicates it makes, and only with a store of business keys kept longer than its latest re-run (a re-send under a new"
   echo "message id or key, a compensation 9 days late). The duplicates a consumer makes itself, by delivering records again after"
-  echo "it was killed, happen after the producer, where no producer sees them. Acceptable upstream-only: idempotent sinks (an"
+  echo "it was killed, happen after the producer, where no producer sees them. Scale changes how many, not whether: each"
+  echo "kill -9 delivers again about what the killed instance had processed since its last commit (a commit interval, 200 ms"
+  echo "here, at its rate), and re-sends pass at whatever rate upstream makes them. Acceptable upstream-only: idempotent sinks (an"
   echo "upsert keyed by the full business key), commutative updates (a set union, a total recomputed from its facts), analytics"
   echo "that tolerate a known rate of doubles. Not acceptable: state transitions, money, shipments, where one double is a second"
   echo "charge or a second parcel. The price of consumer-side dedup on this machine: $(q5_price_sentence)"
   echo
   fragment q5.md
   echo
-  echo "The experiment fails if OnceGuard's business receives any fact twice unflagged. After a kill -9 it may receive"
-  echo "again, flagged \`redelivery = true\` with the same \`dedup_key\`, the facts whose business call had ended but whose"
-  echo "confirm had not (the last column); the business checks those against its own records ([design.md](design.md) §8)."
+  echo "The experiment fails if OnceGuard's business receives any fact twice unflagged. It may receive a fact again flagged"
+  echo "\`redelivery = true\`, with the same \`dedup_key\` (the last column): after a kill -9, the facts whose business call"
+  echo "had ended but whose confirm had not, and any call that failed or timed out and was tried again. Consumer-side dedup"
+  echo "does not spare the business those: it tells it which deliveries to check against its own records, by \`dedup_key\`"
+  echo "([design.md](design.md) §8). How many depends on how long a confirm takes, so on the machine's load."
   echo
   echo "The price, from the committed \`make bench\` results ([benchmarks.md](benchmarks.md), \`docs/benchmarks/results-full.json\`):"
   echo "\`baseline\` is the pipeline of the plain consumer above, \`guard_machine\` the sidecar with L1, ledger and state"

@@ -101,22 +101,22 @@ class UpstreamOnly {
           UpstreamCase.LATE_COMPENSATION, stream.compensation(UpstreamCase.LATE_COMPENSATION.id, RECORDS, warmUp,
               RECORDS * COMPENSATION_PERCENT / 100),
           UpstreamCase.REKEYED_RESEND, stream.rekeyed(UpstreamCase.REKEYED_RESEND.id, RECORDS, REKEYED_EVERY));
-      Map<UpstreamCase, Ran> ran = new EnumMap<>(UpstreamCase.class);
+      Map<UpstreamCase, String> faults = new EnumMap<>(UpstreamCase.class);
       for (UpstreamCase c : UpstreamCase.values()) {
+        Batch b = caseBatches.get(c);
+        batches.add(b);
         long before = env.records();
-        Ran r = runCase(env, groups, caseBatches.get(c), producer -> fault(c, env, groups, standbys, producer));
-        ran.put(c, r);
-        batches.add(r.produced());
+        faults.put(c, runCase(env, groups, b, producer -> fault(c, env, groups, standbys, producer)));
         assertThat(env.records() - before).as("%s: records in the topic (an idempotent producer adds none)", c)
-            .isEqualTo(r.produced().records().size());
+            .isEqualTo(b.records().size());
       }
 
       Map<String, Counts> plainCounts = DoubleTally.count(receipts(plainBusiness));
       Map<String, Counts> guardedCounts = DoubleTally.count(receipts(guardedBusiness));
       for (UpstreamCase c : UpstreamCase.values()) {
-        Batch b = ran.get(c).produced();
+        Batch b = caseBatches.get(c);
         rows.add(new Row(c, b.records().size(), b.resends(), plainCounts.getOrDefault(c.id, Counts.NONE),
-            guardedCounts.getOrDefault(c.id, Counts.NONE), ran.get(c).fault()));
+            guardedCounts.getOrDefault(c.id, Counts.NONE), faults.get(c)));
       }
       String md = UpstreamReport.summary(rows) + "\n\n" + setup(loadAtStart, loadAverage(),
           TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0)) + "\n\n" + UpstreamReport.markdown(rows);
@@ -134,9 +134,6 @@ class UpstreamOnly {
     }
   }
 
-  /** One case as it ran: the records produced, and what the fault did. */
-  private record Ran(Batch produced, String fault) {}
-
   /** A group's instances started ahead: the replacement of the killed one, and the one that joins. */
   private record Standbys(SidecarProcess replacement, SidecarProcess joiner) {}
 
@@ -145,7 +142,7 @@ class UpstreamOnly {
    * committed it all and every instance of theirs owns partitions (so that no join of this case
    * spills into the next).
    */
-  private static Ran runCase(UpstreamEnv env, List<InstanceGroup> groups, Batch batch, FaultRun fault) throws Exception {
+  private static String runCase(UpstreamEnv env, List<InstanceGroup> groups, Batch batch, FaultRun fault) throws Exception {
     try (PacedProducer producer = new PacedProducer(env.kafka.bootstrap(), env.topic, batch.records(), RATE)) {
       String what = fault.run(producer);
       producer.finish(CATCH_UP);
@@ -155,7 +152,7 @@ class UpstreamOnly {
         env.awaitMembers(g.group, g.size(), CATCH_UP);
       }
       log("%s: %,d records, %s; both groups committed", batch.caseId(), batch.records().size(), what);
-      return new Ran(batch, what);
+      return what;
     }
   }
 

@@ -18,7 +18,7 @@ final class UpstreamReport {
   static String markdown(List<Row> rows) {
     StringBuilder md = new StringBuilder();
     md.append("| Case | records | plain consumer: received twice | per 10,000 records | of them: upstream's re-sends / the"
-        + " consumer's redeliveries / its retries of failed calls | OnceGuard: received twice | OnceGuard: received again, flagged"
+        + " consumer's redeliveries / its retries of failed calls | OnceGuard: received twice, unflagged | OnceGuard: received again, flagged"
         + " `redelivery` (redeliveries / retries) |\n");
     md.append("|---|---:|---:|---:|---:|---:|---:|\n");
     for (Row r : rows) {
