@@ -1,0 +1,278 @@
+package dev.onceguard.bench.contention;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * The markdown fragment of the contention bench (docs/answers.md, Q3): the short answer computed
+ * from the figures, the setup, the table, and what each cell rests on. Pure: no I/O.
+ */
+final class ContentionReport {
+  private ContentionReport() {}
+
+  /** The team's FOR UPDATE lock-wait p99, few instances and four. */
+  static final double TEAM_FROM_MS = 2;
+  static final double TEAM_TO_MS = 45;
+  /** "Reproduces": with one instance at most this lock-wait p99 ... */
+  static final double REPRODUCED_ONE_AT_MOST_MS = 5;
+  /** ... and with all instances within a factor of two of the team's 45 ms. */
+  static final double REPRODUCED_ALL_FROM_MS = TEAM_TO_MS / 2;
+  static final double REPRODUCED_ALL_TO_MS = TEAM_TO_MS * 2;
+  /** A p99 moves only when more than this share of transitions waits. */
+  static final double P99_SHARE = 0.01;
+
+  /**
+   * How the run was made.
+   *
+   * @param instances the instance processes of the contended cells (the contrast runs one)
+   * @param earlyArrivalRetryMs the route's {@code early-arrival-retry}: how long a claim that found its entity busy is parked
+   * @param poolSize the claim side's MySQL connections per instance
+   */
+  record Setup(int entities, int instances, double measureSeconds, double warmupSeconds, long earlyArrivalRetryMs, int poolSize,
+      int cpus, String loadBefore, String loadAfter) {}
+
+  record Result(Cell cell, Figures figures) {}
+
+  /** An RTT and business call, measured for each variant and instance count. */
+  record Setting(double rttMs, int holdMs) {
+    String text() {
+      return "RTT " + num(rttMs) + " ms, " + (holdMs == 0 ? "no business call" : holdMs + " ms call");
+    }
+  }
+
+  static String render(Setup s, Map<Double, Double> probeMs, List<Result> results) {
+    return shortAnswer(s, results) + "\n\n" + setup(s) + "\n\n" + table(results) + "\n\n" + footer(s, probeMs, results) + "\n";
+  }
+
+  static String shortAnswer(Setup s, List<Result> results) {
+    int all = s.instances();
+    List<String> out = new ArrayList<>();
+    List<String> reproduced = new ArrayList<>();
+    boolean onlyWithCall = true;
+    Setting worst = null;
+    for (Setting st : settings(results)) {
+      Figures one = find(results, Variant.FOR_UPDATE, st, 1);
+      Figures many = find(results, Variant.FOR_UPDATE, st, all);
+      if (one == null || many == null) {
+        continue;
+      }
+      if (one.waitP99Ms() <= REPRODUCED_ONE_AT_MOST_MS && many.waitP99Ms() >= REPRODUCED_ALL_FROM_MS
+          && many.waitP99Ms() <= REPRODUCED_ALL_TO_MS) {
+        reproduced.add(ms(one.waitP99Ms()) + " → " + ms(many.waitP99Ms()) + " ms at " + st.text());
+        onlyWithCall &= st.holdMs() > 0;
+      }
+      if (worst == null || many.waitP99Ms() > find(results, Variant.FOR_UPDATE, worst, all).waitP99Ms()) {
+        worst = st;
+      }
+    }
+    String criterion = " (lock-wait p99 at most " + num(REPRODUCED_ONE_AT_MOST_MS) + " ms with 1 instance and within a factor of 2"
+        + " of " + num(TEAM_TO_MS) + " ms with " + all + ")";
+    if (!reproduced.isEmpty()) {
+      out.add("**The team's " + num(TEAM_FROM_MS) + " → " + num(TEAM_TO_MS) + " ms reproduces with FOR UPDATE"
+          + (onlyWithCall ? " when the business call is made with the lock held" : "") + "**" + criterion + ": lock-wait p99 "
+          + String.join("; ", reproduced) + ", from 1 to " + all + " instances.");
+    } else if (worst != null) {
+      out.add("**The team's " + num(TEAM_FROM_MS) + " → " + num(TEAM_TO_MS) + " ms does not reproduce here**" + criterion
+          + ": the largest FOR UPDATE lock-wait p99 with " + all + " instances is "
+          + ms(find(results, Variant.FOR_UPDATE, worst, all).waitP99Ms()) + " ms (" + worst.text() + "), "
+          + ms(find(results, Variant.FOR_UPDATE, worst, 1).waitP99Ms()) + " ms with 1.");
+    }
+    List<String> noCall = new ArrayList<>();
+    for (Setting st : settings(results)) {
+      Figures many = find(results, Variant.FOR_UPDATE, st, all);
+      if (st.holdMs() == 0 && many != null) {
+        noCall.add(ms(many.waitP99Ms()) + " ms at RTT " + num(st.rttMs()) + " ms");
+      }
+    }
+    if (!noCall.isEmpty()) {
+      out.add("Without a business call in the transaction, FOR UPDATE's lock-wait p99 with " + all + " instances is "
+          + join(noCall) + ".");
+    }
+    List<String> forUpdateBetter = new ArrayList<>();
+    List<String> claimBetter = new ArrayList<>();
+    int compared = 0;
+    for (Setting st : settings(results)) {
+      Figures f = find(results, Variant.FOR_UPDATE, st, all);
+      Figures c = find(results, Variant.CLAIM, st, all);
+      if (f != null && c != null) {
+        String t = st.text() + ": " + ms(f.p99Ms()) + " vs " + ms(c.p99Ms()) + " ms";
+        (f.p99Ms() <= c.p99Ms() ? forUpdateBetter : claimBetter).add(t);
+        compared++;
+      }
+    }
+    if (!forUpdateBetter.isEmpty() || !claimBetter.isEmpty()) {
+      out.add("**Which has the better transition p99 with " + all + " instances** on " + s.entities() + " shared entities (FOR UPDATE"
+          + " vs claim, business call included): FOR UPDATE in " + count(forUpdateBetter, compared) + ", OnceGuard's claim in "
+          + count(claimBetter, compared) + ".");
+    }
+    out.addAll(claimSentences(s, results));
+    return String.join(" ", out);
+  }
+
+  /** What sets the claim's figures: parked busy entities with several instances, round trips with one. */
+  private static List<String> claimSentences(Setup s, List<Result> results) {
+    List<String> out = new ArrayList<>();
+    int all = s.instances();
+    double lo = Double.MAX_VALUE;
+    double hi = -1;
+    List<String> parkedP99 = new ArrayList<>();
+    for (Setting st : settings(results)) {
+      Figures c = find(results, Variant.CLAIM, st, all);
+      if (c == null) {
+        continue;
+      }
+      lo = Math.min(lo, c.metBusyShare());
+      hi = Math.max(hi, c.metBusyShare());
+      if (c.metBusyShare() > P99_SHARE) {
+        parkedP99.add(ms(c.p99Ms()) + " ms at " + st.text());
+      }
+    }
+    if (hi >= 0) {
+      out.add("The claim holds no row lock past its COMMIT, so no business call lengthens another instance's wait; a claim that"
+          + " finds its entity busy (another instance between claim and confirm) is parked for `early-arrival-retry` ("
+          + s.earlyArrivalRetryMs() + " ms) while its instance goes on with other records. With " + all + " instances "
+          + pct(lo) + (hi > lo ? "–" + pct(hi) : "") + " of the claim's transitions met a busy entity"
+          + (parkedP99.isEmpty() ? "." : "; where more than " + pct(P99_SHARE) + " did, that retry sets the claim's p99: "
+              + join(parkedP99) + "."));
+    }
+    Setting far = null;
+    for (Setting st : settings(results)) {
+      if (st.holdMs() == 0 && find(results, Variant.CLAIM, st, 1) != null && find(results, Variant.FOR_UPDATE, st, 1) != null
+          && (far == null || st.rttMs() > far.rttMs())) {
+        far = st;
+      }
+    }
+    if (far != null && far.rttMs() > 0) {
+      out.add("Uncontended (1 instance) the difference is round trips, 3 for FOR UPDATE and 5 for claim and confirm: at RTT "
+          + num(far.rttMs()) + " ms their p50 is " + ms(find(results, Variant.FOR_UPDATE, far, 1).p50Ms()) + " vs "
+          + ms(find(results, Variant.CLAIM, far, 1).p50Ms()) + " ms.");
+    }
+    return out;
+  }
+
+  static String setup(Setup s) {
+    double held = (double) (s.instances() - 1) / s.entities();
+    return String.format(Locale.ROOT, """
+        **Setup.** %d instance processes (separate JVMs; 1 for contrast), each making one transition at a time on one of %d \
+        hot entities picked at random, the same entities for every instance: while the other %d instances each hold an entity, \
+        about %d/%d = %s of transitions find theirs held, more than the %s a p99 needs to move (the team's lock-wait p99 moved, \
+        so at least that share of their transitions waited). MySQL is reached through a user-space delaying TCP proxy (each \
+        chunk held RTT/2 in each direction; netem is not available on this kernel), the same for both variants.
+        - **FOR UPDATE**: one JDBC connection per instance, autocommit off: `SELECT … FOR UPDATE`, the business call (a sleep), \
+        `UPDATE`, `COMMIT`. 3 round trips; the row lock is held across the call.
+        - **Claim**: the sidecar's own `Guard` and MySQL store (`MysqlGuardStore`, pool of %d connections, group commit, owner \
+        heartbeat; L1 off, since every transition is a new fact): claim (`BEGIN`, ledger `INSERT`, the entity's CAS \
+        `UPDATE`, `COMMIT`), the business call, confirm (one `UPDATE`). 5 round trips; no lock is held during the call.
+        - The machine has one state and a self-loop, so a transition is legal whenever its entity is free: every conflict is \
+        over the entity, never a state mismatch.
+        - *Latency*: from a transition's start to its `COMMIT` or confirm, business call included. *Lock wait*: the time in \
+        `SELECT … FOR UPDATE`, its round trip included. *Claim wait*: from the first claim attempt to the accepted claim \
+        (round trips and parked time included). *Met busy*: transitions whose claim found the entity busy at least once.""",
+        s.instances(), s.entities(), s.instances() - 1, s.instances() - 1, s.entities(), pct(held), pct(P99_SHARE), s.poolSize());
+  }
+
+  static String table(List<Result> results) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("| MySQL RTT | business call | instances | FOR UPDATE p50 / p99 | lock wait p50 / p99 | transitions/s |")
+        .append(" claim p50 / p99 | claim wait p50 / p99 | met busy | transitions/s |\n");
+    sb.append("|---|---|---|---|---|---|---|---|---|---|\n");
+    Set<Integer> counts = new TreeSet<>();
+    results.forEach(r -> counts.add(r.cell().instances()));
+    for (Setting st : settings(results)) {
+      for (int n : counts) {
+        Figures f = find(results, Variant.FOR_UPDATE, st, n);
+        Figures c = find(results, Variant.CLAIM, st, n);
+        if (f == null && c == null) {
+          continue;
+        }
+        sb.append("| ").append(num(st.rttMs())).append(" ms | ").append(st.holdMs()).append(" ms | ").append(n).append(" | ")
+            .append(f == null ? "– | – | –" : ms(f.p50Ms()) + " / " + ms(f.p99Ms()) + " | " + ms(f.waitP50Ms()) + " / "
+                + ms(f.waitP99Ms()) + " | " + rate(f.perSecond()))
+            .append(" | ")
+            .append(c == null ? "– | – | – | –" : ms(c.p50Ms()) + " / " + ms(c.p99Ms()) + " | " + ms(c.waitP50Ms()) + " / "
+                + ms(c.waitP99Ms()) + " | " + pct(c.metBusyShare()) + " | " + rate(c.perSecond()))
+            .append(" |\n");
+      }
+    }
+    return sb.toString().stripTrailing();
+  }
+
+  static String footer(Setup s, Map<Double, Double> probeMs, List<Result> results) {
+    Result fewest = null;
+    for (Result r : results) {
+      if (fewest == null || r.figures().count() < fewest.figures().count()) {
+        fewest = r;
+      }
+    }
+    List<String> lines = new ArrayList<>();
+    if (fewest != null) {
+      Cell c = fewest.cell();
+      int n = fewest.figures().count();
+      lines.add(String.format(Locale.ROOT, "Each cell: %s s measured after %s s of warm-up; the fewest transitions in a cell: %d (%s,"
+              + " %s, %d instance%s)%s.", num(s.measureSeconds()), num(s.warmupSeconds()), n,
+          c.variant() == Variant.FOR_UPDATE ? "FOR UPDATE" : "claim", new Setting(c.rttMs(), c.holdMs()).text(), c.instances(),
+          c.instances() == 1 ? "" : "s", n < 100 ? "; the p99 of fewer than 100 transitions is their largest" : ""));
+    }
+    if (!probeMs.isEmpty()) {
+      lines.add("`SELECT 1` through the proxy, median: " + probeMs.entrySet().stream()
+          .map(e -> ms(e.getValue()) + " ms at RTT " + num(e.getKey()) + " ms").collect(Collectors.joining(", ")) + ".");
+    }
+    lines.add("Load average " + s.loadBefore() + " before and " + s.loadAfter() + " after, on " + s.cpus() + " cores shared by"
+        + " every instance, the proxy and MariaDB.");
+    return String.join(" ", lines);
+  }
+
+  static List<Setting> settings(List<Result> results) {
+    Set<Setting> out = new LinkedHashSet<>();
+    results.forEach(r -> out.add(new Setting(r.cell().rttMs(), r.cell().holdMs())));
+    return new ArrayList<>(out);
+  }
+
+  static Figures find(List<Result> results, Variant v, Setting st, int instances) {
+    for (Result r : results) {
+      Cell c = r.cell();
+      if (c.variant() == v && c.rttMs() == st.rttMs() && c.holdMs() == st.holdMs() && c.instances() == instances) {
+        return r.figures();
+      }
+    }
+    return null;
+  }
+
+  private static String count(List<String> settings, int of) {
+    return settings.size() + " of " + of + " settings" + (settings.isEmpty() ? "" : " (" + String.join("; ", settings) + ")");
+  }
+
+  private static String join(List<String> parts) {
+    if (parts.size() <= 1) {
+      return String.join("", parts);
+    }
+    return String.join(", ", parts.subList(0, parts.size() - 1)) + " and " + parts.get(parts.size() - 1);
+  }
+
+  /** Milliseconds: one decimal below 10, whole above; a dash for no value. */
+  static String ms(double v) {
+    if (Double.isNaN(v)) {
+      return "–";
+    }
+    return v < 10 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.0f", v);
+  }
+
+  static String pct(double share) {
+    return String.format(Locale.ROOT, share < 0.1 ? "%.1f%%" : "%.0f%%", share * 100);
+  }
+
+  private static String rate(double perSecond) {
+    return String.format(Locale.ROOT, "%.0f", perSecond);
+  }
+
+  /** A setting's value as given: 2, 0.5. */
+  static String num(double v) {
+    return v == Math.rint(v) ? String.format(Locale.ROOT, "%.0f", v) : String.format(Locale.ROOT, "%s", v);
+  }
+}
