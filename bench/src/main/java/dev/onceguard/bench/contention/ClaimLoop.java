@@ -1,28 +1,28 @@
 package dev.onceguard.bench.contention;
 
-import dev.onceguard.proxy.guard.ClaimResult;
+import dev.onceguard.proxy.store.ClaimOutcome;
+import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
 import dev.onceguard.proxy.store.Source;
 import java.util.PriorityQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Transitions the way the sidecar makes them: {@code Guard.claimInStore} (BEGIN, ledger INSERT,
- * CAS on the entity, COMMIT: the entity is marked pending, no lock is held after the COMMIT), the
- * business call, {@code Guard.confirm} (one UPDATE). A claim that finds the entity busy (another
- * instance's transition between claim and confirm) is answered {@code Wait(ENTITY_BUSY)}; as in
- * the sidecar's pipeline the record is parked until the wait's retry time (the route's
- * {@code early-arrival-retry}) and claimed again, while the instance goes on with new records.
+ * Transitions the way the sidecar makes them: the claim (BEGIN, ledger INSERT, the entity's CAS,
+ * COMMIT: the entity is marked pending and no lock is held after the COMMIT), the business call,
+ * the confirm (one UPDATE). A claim whose CAS is lost (another instance's transition is between
+ * claim and confirm) is parked for the route's {@code early-arrival-retry} and claimed again, as
+ * the pipeline parks a record whose entity is busy, while the instance goes on with new records.
  * One thread: one claim, business call or confirm at a time, like a one-record-at-a-time consumer.
+ * Owns its {@link ClaimSide}.
  */
 final class ClaimLoop implements Transitions {
-  private static final long STEP_TIMEOUT_SECONDS = 60;
-
   private final ClaimSide side;
   private final int instance;
   private final int cell;
   private final int entities;
   private final int holdMs;
+  private final long retryNanos;
 
   ClaimLoop(ClaimSide side, int instance, int cell, int entities, int holdMs) {
     this.side = side;
@@ -30,15 +30,16 @@ final class ClaimLoop implements Transitions {
     this.cell = cell;
     this.entities = entities;
     this.holdMs = holdMs;
+    this.retryNanos = ClaimSide.earlyArrivalRetry().toNanos();
   }
 
-  /** A transition until its claim is accepted: when it began, when it may be tried again, how often it met a busy entity. */
+  /** A transition until its claim is accepted: when it began, when it may be tried again, how often its CAS was lost. */
   private static final class Attempt {
     final int seq;
     final int entity;
     final long startNanos;
     long dueNanos;
-    int busy;
+    int lost;
 
     Attempt(int seq, int entity, long startNanos) {
       this.seq = seq;
@@ -64,25 +65,27 @@ final class ClaimLoop implements Transitions {
         TimeUnit.NANOSECONDS.sleep(head.dueNanos - now);
         continue;
       } else {
+        if (side.contentionRetries() > 0) {
+          System.err.printf("[contention] instance %d, cell %d: %d store steps run again after a lost race%n", instance, cell,
+              side.contentionRetries());
+        }
         return rec.samples();
       }
-      String fact = instance + "-" + cell + "-" + a.seq;
-      ClaimResult r = side.guard().claimInStore(side.route(), side.event(a.entity, "update", fact), new Source(ClaimSide.ROUTE, instance, a.seq))
-          .toCompletableFuture().get(STEP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-      if (r instanceof ClaimResult.Accepted acc) {
+      ClaimCommand cmd = side.command(a.entity, "update", instance + "-" + cell + "-" + a.seq, new Source(ClaimSide.ROUTE, instance, a.seq));
+      ClaimOutcome o = side.claim(cmd);
+      if (o instanceof ClaimOutcome.Claimed c) {
         long claimed = System.nanoTime();
         ClaimSide.businessCall(holdMs);
-        if (!side.guard().confirm(side.route(), acc.claim(), false).toCompletableFuture().get(STEP_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-          throw new IllegalStateException("claim lost before its confirm: " + acc.claim());
+        if (!side.confirm(side.claimOf(cmd, c))) {
+          throw new IllegalStateException("claim of " + cmd.extracted().entityId() + " lost before its confirm");
         }
-        rec.add(a.startNanos, System.nanoTime() - a.startNanos, claimed - a.startNanos, a.busy > 0);
-      } else if (r instanceof ClaimResult.Wait w && w.kind() == ClaimResult.Wait.Kind.ENTITY_BUSY) {
-        a.busy++;
-        long waitMs = Math.max(0, w.retryAtMillis() - side.guard().clock().nowMillis());
-        a.dueNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+        rec.add(a.startNanos, System.nanoTime() - a.startNanos, claimed - a.startNanos, a.lost > 0);
+      } else if (o instanceof ClaimOutcome.CasLost) {
+        a.lost++;
+        a.dueNanos = System.nanoTime() + retryNanos;
         parked.add(a);
       } else {
-        throw new IllegalStateException("unexpected claim result for entity " + ClaimSide.entityId(a.entity) + ": " + r);
+        throw new IllegalStateException("unexpected claim outcome for entity " + cmd.extracted().entityId() + ": " + o);
       }
     }
   }

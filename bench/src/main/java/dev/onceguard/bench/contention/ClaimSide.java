@@ -1,74 +1,88 @@
 package dev.onceguard.bench.contention;
 
 import dev.onceguard.proxy.config.ConfigReader;
+import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.extract.Extractor;
-import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
+import dev.onceguard.proxy.store.Claim;
+import dev.onceguard.proxy.store.ClaimOutcome;
+import dev.onceguard.proxy.store.ContentionException;
 import dev.onceguard.proxy.store.Db;
-import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
 import dev.onceguard.proxy.store.Migrations;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.Source;
-import dev.onceguard.proxy.time.Clock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
- * The sidecar's guard as one instance of the contention bench runs it: its {@link Guard} over its
- * {@link MysqlGuardStore} (the ledger INSERT and the entity's CAS, group commit, contention
- * retries), its {@link Extractor}, and the owner heartbeat every second, configured from sidecar
- * YAML. L1 is off: every transition is a new fact, which L1 never answers. Owns and closes all of it.
+ * The sidecar's claim and confirm as one instance of the contention bench runs them: the
+ * sidecar's {@link MysqlGuardStore} (the ledger INSERT and the entity's CAS in one transaction,
+ * group commit, the confirm's one UPDATE), its {@link Extractor}, and the owner heartbeat every
+ * second, configured from sidecar YAML. L1 is not involved: every transition is a new fact, which
+ * L1 never answers. Owns and closes all of it. Blocking calls, for one thread.
  *
  * <p>The machine has one state and a self-loop ({@code update: open → open}), so that a
- * transition is legal whenever its entity is free: every conflict between instances is a
- * conflict over the entity, never a state mismatch, as in the FOR UPDATE variant.
+ * transition is legal whenever its entity is free and every conflict between instances is over
+ * the entity, as in the FOR UPDATE variant. The store is driven directly rather than through
+ * {@link Guard}: on a cycle the guard's classification escalates a lost CAS whose winner was
+ * confirmed before the entity could be read (it cannot tell whether the record was applied),
+ * whereas in an acyclic flow the same lost CAS waits like one that finds the entity busy; the
+ * bench parks every lost CAS, as the pipeline parks a busy or early entity (see {@link ClaimLoop}).
  */
 final class ClaimSide implements AutoCloseable {
   static final String STATE = "open";
   static final String ROUTE = "contention";
   static final int POOL_SIZE = 4;
+  private static final String MACHINE = "entity";
 
-  private final SidecarConfig config;
-  private final Guard guard;
+  private final MysqlGuardStore store;
   private final RouteConfig route;
+  private final Map<String, EventConfig> events;
   private final Extractor extractor;
+  private final String owner;
   private final ScheduledExecutorService heartbeat;
+  private long contentionRetries;
 
   /** Where MySQL is and who connects: through the delaying proxy or straight to the server. */
   record Target(String host, int port, String database, String user, String password) {}
 
   ClaimSide(Target t, String instanceId) {
-    this.config = config(t, instanceId);
+    SidecarConfig config = config(t, instanceId);
     this.route = config.routes().get(0);
-    this.extractor = new Extractor(route, config.machines().get(route.machine()));
-    Db db = new Db(config.mysql());
-    MysqlGuardStore store = new MysqlGuardStore(db, config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(POOL_SIZE));
-    this.guard = new Guard(store, IdempotencyCache.DISABLED, config.machines(), config.routes(), Clock.SYSTEM,
-        instanceId + "/" + Long.toHexString(System.nanoTime()));
+    this.events = config.machines().get(MACHINE).events();
+    this.extractor = new Extractor(route, config.machines().get(MACHINE));
+    this.store = new MysqlGuardStore(new Db(config.mysql()), config.mysql().tablePrefix(), MysqlGuardStore.groupSlots(POOL_SIZE));
+    this.owner = instanceId + "/" + Long.toHexString(ThreadLocalRandom.current().nextLong());
     this.heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread th = new Thread(r, "contention-heartbeat");
       th.setDaemon(true);
       return th;
     });
-    guard.heartbeat().toCompletableFuture().join();
+    store.heartbeat(owner, Guard.OWNER_TTL.toMillis()).toCompletableFuture().join();
     long every = Guard.HEARTBEAT_EVERY.toMillis();
-    heartbeat.scheduleWithFixedDelay(() -> guard.heartbeat(), every, every, TimeUnit.MILLISECONDS);
+    heartbeat.scheduleWithFixedDelay(() -> store.heartbeat(owner, Guard.OWNER_TTL.toMillis()), every, every, TimeUnit.MILLISECONDS);
   }
 
   private static SidecarConfig config(Target t, String instanceId) {
     return new ConfigReader(Map.of()).parse(yaml(t, instanceId), "contention bench");
   }
 
-  /** The route's {@code early-arrival-retry}: how long a claim that found its entity busy waits before it is tried again. */
+  /** The route's {@code early-arrival-retry}: how long a record whose claim lost its CAS waits before it is claimed again. */
   static Duration earlyArrivalRetry() {
     return config(new Target("127.0.0.1", 3306, "unused", "root", ""), "any").routes().get(0).timings().earlyArrivalRetry();
   }
@@ -79,7 +93,7 @@ final class ClaimSide implements AutoCloseable {
         kafka: {bootstrap-servers: 127.0.0.1:1}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: %d, migrate-on-start: false}
         machines:
-          entity:
+          %s:
             states: [%s]
             events:
               create: {to: %s}
@@ -87,32 +101,27 @@ final class ClaimSide implements AutoCloseable {
         routes:
           - name: %s
             topics: [contention]
-            machine: entity
+            machine: %s
             entity-id: /id
             event: /event
             business-key: [/id, /fact]
             target: 127.0.0.1:1
-        """.formatted(instanceId, t.host(), t.port(), t.user(), t.password().replace("'", "''"), t.database(), POOL_SIZE, STATE,
-        STATE, STATE, STATE, ROUTE);
+        """.formatted(instanceId, t.host(), t.port(), t.user(), t.password().replace("'", "''"), t.database(), POOL_SIZE, MACHINE,
+        STATE, STATE, STATE, STATE, ROUTE, MACHINE);
   }
 
-  /** OnceGuard's schema in {@code t.database()}, and {@code entities} entities created through the guard. */
-  static void createSchemaAndEntities(Target t, int entities) {
-    ClaimSide side = null;
+  /** OnceGuard's schema in {@code t.database()}, and {@code entities} entities created by claim and confirm. */
+  static void createSchemaAndEntities(Target t, int entities) throws Exception {
     try (Db db = new Db(new SidecarConfig.MysqlConfig(t.host(), t.port(), t.database(), t.user(), t.password(), "og_", 1, true,
         Duration.ofDays(1)))) {
       new Migrations(db, "og_").migrate();
-      side = new ClaimSide(t, "setup");
+    }
+    try (ClaimSide side = new ClaimSide(t, "setup")) {
       for (int i = 0; i < entities; i++) {
-        ClaimResult r = side.guard.claimInStore(side.route, side.event(i, "create", "create-" + i), new Source("setup", 0, i))
-            .toCompletableFuture().join();
-        if (!(r instanceof ClaimResult.Accepted a) || !side.guard.confirm(side.route, a.claim(), false).toCompletableFuture().join()) {
-          throw new IllegalStateException("could not create entity " + i + ": " + r);
+        ClaimCommand cmd = side.command(i, "create", "create-" + i, new Source("setup", 0, i));
+        if (!(side.claim(cmd) instanceof ClaimOutcome.Claimed c) || !side.confirm(side.claimOf(cmd, c))) {
+          throw new IllegalStateException("could not create entity " + entityId(i));
         }
-      }
-    } finally {
-      if (side != null) {
-        side.close();
       }
     }
   }
@@ -128,32 +137,60 @@ final class ClaimSide implements AutoCloseable {
     }
   }
 
-  /** A record of {@code event} on entity {@code i}, read by the route's extractor; {@code fact} makes it distinct. */
-  ExtractedEvent event(int i, String event, String fact) {
+  /** A claim of {@code event} on entity {@code i}, read by the route's extractor from a record; {@code fact} makes it distinct. */
+  ClaimCommand command(int i, String event, String fact, Source source) {
     String json = "{\"id\":\"" + entityId(i) + "\",\"event\":\"" + event + "\",\"fact\":\"" + fact + "\"}";
     Extraction x = extractor.extract(null, json.getBytes(StandardCharsets.UTF_8), new RecordHeaders());
     if (!(x instanceof Extraction.Ok ok)) {
       throw new IllegalStateException("not extracted: " + x);
     }
-    return ok.event();
+    return new ClaimCommand(route.name(), route.machine(), events.get(event), ok.event(), source, owner, System.currentTimeMillis(),
+        route.timings().lease().toMillis());
   }
 
-  Guard guard() {
-    return guard;
+  ClaimOutcome claim(ClaimCommand cmd) throws Exception {
+    return retryingContention(() -> store.claim(cmd));
   }
 
-  RouteConfig route() {
-    return route;
+  /** The claim the store granted, as the guard hands it to the pipeline. */
+  Claim claimOf(ClaimCommand cmd, ClaimOutcome.Claimed c) {
+    ExtractedEvent e = cmd.extracted();
+    return new Claim(cmd.route(), e.dedupKey(), e.businessKey(), e.fingerprint(), cmd.machine(), e.entityId(), e.event(),
+        c.fromState(), cmd.event().to(), owner, c.leaseUntilMillis(), c.attempts(), c.takenOver(), cmd.source());
+  }
+
+  boolean confirm(Claim claim) throws Exception {
+    return retryingContention(() -> store.confirm(claim, System.currentTimeMillis()));
+  }
+
+  /** Store steps run again after losing a race to another transaction (deadlock, lock-wait timeout). */
+  long contentionRetries() {
+    return contentionRetries;
+  }
+
+  /** As the guard does: a step that lost a race runs again after 1 to 5 × attempt ms, up to {@link Guard#MAX_CONTENTION_RETRIES} runs. */
+  private <T> T retryingContention(Supplier<CompletionStage<T>> step) throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return step.get().toCompletableFuture().get(60, TimeUnit.SECONDS);
+      } catch (ExecutionException | CompletionException e) {
+        if (!(e.getCause() instanceof ContentionException) || attempt >= Guard.MAX_CONTENTION_RETRIES) {
+          throw e;
+        }
+        contentionRetries++;
+        Thread.sleep(1 + ThreadLocalRandom.current().nextLong(5L * attempt));
+      }
+    }
   }
 
   @Override
   public void close() {
     heartbeat.shutdownNow();
     try {
-      guard.retire().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      store.retire(owner).toCompletableFuture().get(10, TimeUnit.SECONDS);
     } catch (Exception e) {
-      System.err.println("[contention] retire: " + e);
+      System.err.println("[contention] retire " + owner + ": " + e);
     }
-    guard.close();
+    store.close();
   }
 }

@@ -94,6 +94,12 @@ public final class ContentionBench {
           + " of warm-up; MySQL through a user-space delaying proxy on 127.0.0.1:%d; load %s%n", database, entities, instances,
           a.getOrDefault("plan", DEFAULT_PLAN), seconds, warmup, proxy.port(), loadBefore);
       int cell = 0;
+      // JIT warm-up of every worker on both variants, not reported: the first setting measured would
+      // otherwise meet colder code than the others
+      proxy.setRtt(0);
+      for (Variant v : Variant.values()) {
+        runCell(new Order(v, viaProxy, entities, 0, 0, Math.round(Math.max(warmup, 1) * 2000), 0, cell++), instances);
+      }
       for (ContentionReport.Setting st : plan) {
         proxy.setRtt(st.rttMs());
         probes.computeIfAbsent(st.rttMs(), r -> probe(viaProxy));
