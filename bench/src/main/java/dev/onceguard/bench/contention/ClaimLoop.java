@@ -30,7 +30,7 @@ final class ClaimLoop implements Transitions {
     this.cell = cell;
     this.entities = entities;
     this.holdMs = holdMs;
-    this.retryNanos = ClaimSide.earlyArrivalRetry().toNanos();
+    this.retryNanos = side.earlyArrivalRetry().toNanos();
   }
 
   /** A transition until its claim is accepted: when it began, when it may be tried again, how often its CAS was lost. */

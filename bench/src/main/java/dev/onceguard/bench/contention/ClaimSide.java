@@ -61,8 +61,14 @@ final class ClaimSide implements AutoCloseable {
   /** Where MySQL is and who connects: through the delaying proxy or straight to the server. */
   record Target(String host, int port, String database, String user, String password) {}
 
+  /** With the route's default {@code early-arrival-retry}. */
   ClaimSide(Target t, String instanceId) {
-    SidecarConfig config = config(t, instanceId);
+    this(t, instanceId, null);
+  }
+
+  /** @param earlyArrivalRetry the route's {@code early-arrival-retry}; {@code null}: its default */
+  ClaimSide(Target t, String instanceId, Duration earlyArrivalRetry) {
+    SidecarConfig config = config(t, instanceId, earlyArrivalRetry);
     this.route = config.routes().get(0);
     this.events = config.machines().get(MACHINE).events();
     this.extractor = new Extractor(route, config.machines().get(MACHINE));
@@ -78,16 +84,21 @@ final class ClaimSide implements AutoCloseable {
     heartbeat.scheduleWithFixedDelay(() -> store.heartbeat(owner, Guard.OWNER_TTL.toMillis()), every, every, TimeUnit.MILLISECONDS);
   }
 
-  private static SidecarConfig config(Target t, String instanceId) {
-    return new ConfigReader(Map.of()).parse(yaml(t, instanceId), "contention bench");
+  private static SidecarConfig config(Target t, String instanceId, Duration earlyArrivalRetry) {
+    return new ConfigReader(Map.of()).parse(yaml(t, instanceId, earlyArrivalRetry), "contention bench");
   }
 
-  /** The route's {@code early-arrival-retry}: how long a record whose claim lost its CAS waits before it is claimed again. */
-  static Duration earlyArrivalRetry() {
-    return config(new Target("127.0.0.1", 3306, "unused", "root", ""), "any").routes().get(0).timings().earlyArrivalRetry();
+  /** The route's default {@code early-arrival-retry}: how long a record whose claim lost its CAS waits before it is claimed again. */
+  static Duration defaultEarlyArrivalRetry() {
+    return config(new Target("127.0.0.1", 3306, "unused", "root", ""), "any", null).routes().get(0).timings().earlyArrivalRetry();
   }
 
-  private static String yaml(Target t, String instanceId) {
+  /** This instance's {@code early-arrival-retry}. */
+  Duration earlyArrivalRetry() {
+    return route.timings().earlyArrivalRetry();
+  }
+
+  private static String yaml(Target t, String instanceId, Duration earlyArrivalRetry) {
     return """
         sidecar: {instance-id: %s}
         kafka: {bootstrap-servers: 127.0.0.1:1}
@@ -107,7 +118,8 @@ final class ClaimSide implements AutoCloseable {
             business-key: [/id, /fact]
             target: 127.0.0.1:1
         """.formatted(instanceId, t.host(), t.port(), t.user(), t.password().replace("'", "''"), t.database(), POOL_SIZE, MACHINE,
-        STATE, STATE, STATE, STATE, ROUTE, MACHINE);
+        STATE, STATE, STATE, STATE, ROUTE, MACHINE)
+        + (earlyArrivalRetry == null ? "" : "    early-arrival-retry: " + earlyArrivalRetry.toMillis() + "ms\n");
   }
 
   /** OnceGuard's schema in {@code t.database()}, and {@code entities} entities created by claim and confirm. */

@@ -27,11 +27,13 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <pre>
  * java -cp bench/target/onceguard-bench.jar dev.onceguard.bench.contention.ContentionBench
- *   [--out bench/target/contention.md] [--plan 0:0,2:0,10:0,2:1,2:5,2:20] [--instances 4]
- *   [--entities 64] [--seconds 5] [--warmup 1] [--quick]
+ *   [--out bench/target/contention.md] [--plan 0:0,2:0,10:0,2:1,2:5,2:20] [--retry-cell 2:20:20|none]
+ *   [--instances 4] [--entities 64] [--seconds 5] [--warmup 1] [--quick]
  * </pre>
  *
- * {@code --plan} lists the settings as {@code rtt-ms:business-call-ms}. MySQL is this environment's
+ * {@code --plan} lists the settings as {@code rtt-ms:business-call-ms}; {@code --retry-cell} runs the
+ * claim once more with all instances at one setting with a shorter {@code early-arrival-retry}
+ * ({@code rtt-ms:business-call-ms:retry-ms}). MySQL is this environment's
  * ({@code ONCEGUARD_MYSQL_HOST}, {@code _PORT}, {@code _USER}, {@code _PASSWORD}; 127.0.0.1:3306,
  * root by default), reached through a {@link DelayProxy} in this JVM. The orchestrator makes a
  * database {@code og_contention_<random>} (OnceGuard's schema, the FOR UPDATE table, the entities),
@@ -41,6 +43,7 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 public final class ContentionBench {
   static final String DEFAULT_PLAN = "0:0,2:0,10:0,2:1,2:5,2:20";
+  static final String DEFAULT_RETRY_CELL = "2:20:20";
 
   private final Object cleanupLock = new Object();
   private final List<WorkerProcess> workers = new ArrayList<>();
@@ -66,6 +69,8 @@ public final class ContentionBench {
     int instances = Integer.parseInt(a.getOrDefault("instances", "4"));
     int entities = Integer.parseInt(a.getOrDefault("entities", "64"));
     List<ContentionReport.Setting> plan = plan(a.getOrDefault("plan", DEFAULT_PLAN));
+    String retrySpec = a.getOrDefault("retry-cell", DEFAULT_RETRY_CELL);
+    RetryCell retryCell = retrySpec.equals("none") ? null : retryCell(retrySpec);
     Path out = Path.of(a.getOrDefault("out", "bench/target/contention.md"));
     String host = env("ONCEGUARD_MYSQL_HOST", "127.0.0.1");
     int port = Integer.parseInt(env("ONCEGUARD_MYSQL_PORT", "3306"));
@@ -77,6 +82,7 @@ public final class ContentionBench {
     String loadBefore = loadavg();
     List<ContentionReport.Result> results = new ArrayList<>();
     Map<Double, Double> probes = new LinkedHashMap<>();
+    ContentionReport.Retuned retuned = null;
     try {
       database = "og_contention_" + String.format("%06x", ThreadLocalRandom.current().nextInt(1 << 24));
       adminUrl = "jdbc:mariadb://" + host + ":" + port + "/";
@@ -98,7 +104,7 @@ public final class ContentionBench {
       // otherwise meet colder code than the others
       proxy.setRtt(0);
       for (Variant v : Variant.values()) {
-        runCell(new Order(v, viaProxy, entities, 0, 0, Math.round(Math.max(warmup, 1) * 2000), 0, cell++), instances);
+        runCell(new Order(v, viaProxy, entities, 0, 0, Math.round(Math.max(warmup, 1) * 2000), 0, cell++, 0), instances);
       }
       for (ContentionReport.Setting st : plan) {
         proxy.setRtt(st.rttMs());
@@ -108,23 +114,31 @@ public final class ContentionBench {
           Variant[] order = cell % 2 == 0 ? Variant.values() : new Variant[] {Variant.CLAIM, Variant.FOR_UPDATE};
           for (Variant v : order) {
             Cell c = new Cell(v, st.rttMs(), st.holdMs(), n);
-            Order o = new Order(v, viaProxy, entities, st.holdMs(), Math.round(warmup * 1000), Math.round(seconds * 1000), 0, cell++);
+            Order o = new Order(v, viaProxy, entities, st.holdMs(), Math.round(warmup * 1000), Math.round(seconds * 1000), 0, cell++,
+                0);
             Figures f = runCell(o, n).figures();
             results.add(new ContentionReport.Result(c, f));
-            System.out.printf(Locale.ROOT, "[contention] %-10s %s, %d instance(s): %.0f/s, p50 %s p99 %s ms, wait p50 %s p99 %s ms,"
-                    + " met busy %s (n=%d)%n", v, st.text(), n, f.perSecond(), ContentionReport.ms(f.p50Ms()),
-                ContentionReport.ms(f.p99Ms()), ContentionReport.ms(f.waitP50Ms()), ContentionReport.ms(f.waitP99Ms()),
-                ContentionReport.pct(f.metBusyShare()), f.count());
+            print(v.toString(), st, n, f);
           }
         }
+      }
+      if (retryCell != null) {
+        ContentionReport.Setting st = retryCell.setting();
+        proxy.setRtt(st.rttMs());
+        probes.computeIfAbsent(st.rttMs(), r -> probe(viaProxy));
+        Order o = new Order(Variant.CLAIM, viaProxy, entities, st.holdMs(), Math.round(warmup * 1000), Math.round(seconds * 1000), 0,
+            cell++, retryCell.retryMs());
+        Figures f = runCell(o, instances).figures();
+        retuned = new ContentionReport.Retuned(st, retryCell.retryMs(), f);
+        print("CLAIM, early-arrival-retry " + retryCell.retryMs() + " ms", st, instances, f);
       }
     } finally {
       cleanup();
     }
     ContentionReport.Setup setup = new ContentionReport.Setup(entities, instances, seconds, warmup,
-        ClaimSide.earlyArrivalRetry().toMillis(), ClaimSide.POOL_SIZE, Runtime.getRuntime().availableProcessors(), loadBefore,
+        ClaimSide.defaultEarlyArrivalRetry().toMillis(), ClaimSide.POOL_SIZE, Runtime.getRuntime().availableProcessors(), loadBefore,
         loadavg());
-    String page = ContentionReport.render(setup, probes, results);
+    String page = ContentionReport.render(setup, probes, results, retuned);
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }
@@ -138,8 +152,7 @@ public final class ContentionBench {
   private Samples runCell(Order o, int n) throws Exception {
     ObjectMapper json = new ObjectMapper();
     for (int i = 0; i < n; i++) {
-      Order mine = new Order(o.variant(), o.target(), o.entities(), o.holdMs(), o.warmupMs(), o.measureMs(), i, o.cell());
-      workers.get(i).send("cell " + json.writeValueAsString(mine));
+      workers.get(i).send("cell " + json.writeValueAsString(o.forInstance(i)));
     }
     for (int i = 0; i < n; i++) {
       workers.get(i).await("ready", 120_000);
@@ -198,6 +211,24 @@ public final class ContentionBench {
         }
       }
     }
+  }
+
+  private static void print(String what, ContentionReport.Setting st, int n, Figures f) {
+    System.out.printf(Locale.ROOT, "[contention] %-10s %s, %d instance(s): %.0f/s, p50 %s p99 %s ms, wait p50 %s p99 %s ms,"
+            + " met busy %s (n=%d)%n", what, st.text(), n, f.perSecond(), ContentionReport.ms(f.p50Ms()),
+        ContentionReport.ms(f.p99Ms()), ContentionReport.ms(f.waitP50Ms()), ContentionReport.ms(f.waitP99Ms()),
+        ContentionReport.pct(f.metBusyShare()), f.count());
+  }
+
+  /** The claim once more, with all instances, at one setting and a shorter {@code early-arrival-retry}. */
+  record RetryCell(ContentionReport.Setting setting, long retryMs) {}
+
+  static RetryCell retryCell(String spec) {
+    String[] f = spec.trim().split(":");
+    if (f.length != 3) {
+      throw new IllegalArgumentException("--retry-cell: '" + spec + "' is not rtt-ms:business-call-ms:early-arrival-retry-ms (or none)");
+    }
+    return new RetryCell(new ContentionReport.Setting(Double.parseDouble(f[0]), Integer.parseInt(f[1])), Long.parseLong(f[2]));
   }
 
   static List<ContentionReport.Setting> plan(String spec) {

@@ -66,6 +66,7 @@ public final class ContentionWorker {
           t.password());
       return new ForUpdateLoop(c, o.entities(), o.holdMs());
     }
-    return new ClaimLoop(new ClaimSide(t, "instance-" + o.instance()), o.instance(), o.cell(), o.entities(), o.holdMs());
+    java.time.Duration retry = o.earlyArrivalRetryMs() > 0 ? java.time.Duration.ofMillis(o.earlyArrivalRetryMs()) : null;
+    return new ClaimLoop(new ClaimSide(t, "instance-" + o.instance(), retry), o.instance(), o.cell(), o.entities(), o.holdMs());
   }
 }

@@ -1,7 +1,6 @@
 package dev.onceguard.bench.contention;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -51,12 +50,5 @@ class SamplesTest {
     assertThat(f.count()).isZero();
     assertThat(f.p99Ms()).isNaN();
     assertThat(f.metBusyShare()).isZero();
-  }
-
-  @Test
-  void plan_readsRttAndBusinessCallPairs() {
-    assertThat(ContentionBench.plan("0:0, 2:20,0.5:1")).containsExactly(new ContentionReport.Setting(0, 0),
-        new ContentionReport.Setting(2, 20), new ContentionReport.Setting(0.5, 1));
-    assertThatThrownBy(() -> ContentionBench.plan("2-20")).hasMessageContaining("'2-20' is not rtt-ms:business-call-ms");
   }
 }
