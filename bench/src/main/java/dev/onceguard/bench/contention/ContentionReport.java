@@ -187,7 +187,7 @@ final class ContentionReport {
           + s.earlyArrivalRetryMs() + " ms) while its instance goes on with other records. With " + all + " instances "
           + pct(lo) + (hi > lo ? "–" + pct(hi) : "") + " of the claim's transitions met a busy entity"
           + (parkedP99.isEmpty() ? "." : "; in the " + parkedP99.size() + " setting" + (parkedP99.size() == 1 ? "" : "s")
-              + " where more than " + pct(P99_SHARE) + " did, that wait is the claim's p99 (" + range(parkedP99) + " ms)."));
+              + " where more than " + pct(P99_SHARE) + " did, that wait sets the claim's p99 (" + range(parkedP99) + " ms)."));
     }
     Setting far = null;
     for (Setting st : settings(results)) {

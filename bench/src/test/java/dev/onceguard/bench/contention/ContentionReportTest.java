@@ -39,7 +39,7 @@ class ContentionReportTest {
         .contains("**reproduces with the business call inside the transaction**: 2.5 → 41 ms at RTT 2 ms, 20 ms call, from 1 to 4"
             + " instances. Without a business call in the transaction it is 3.0 ms at RTT 2 ms with 4 instances.")
         .contains("With 4 instances 0.4%–3.0% of the claim's transitions met a busy entity; in the 1 setting where more than 1.0%"
-            + " did, that wait is the claim's p99 (230 ms).")
+            + " did, that wait sets the claim's p99 (230 ms).")
         .contains("at RTT 2 ms their p50 is 3.0 vs 5.0 ms.");
   }
 
@@ -58,7 +58,7 @@ class ContentionReportTest {
             + " 2.5 ms with 1.")
         .contains("it is 1.1 ms at RTT 0 ms and 12 ms at RTT 10 ms with 4 instances.")
         .contains("With 4 instances 0.0%–0.2% of the claim's transitions met a busy entity.")
-        .doesNotContain("is the claim's p99")
+        .doesNotContain("sets the claim's p99")
         .contains("at RTT 10 ms their p50 is 3.0 vs 5.0 ms.");
   }
 
@@ -74,7 +74,7 @@ class ContentionReportTest {
             + " settings**: 15–79 ms against 256–293 ms for the claim (business call included).")
         .contains("**does not reproduce here**: the largest lock-wait p99 with 4 instances is 27 ms (RTT 2 ms, 20 ms call), against"
             + " 10 ms with 1.")
-        .contains("in the 2 settings where more than 1.0% did, that wait is the claim's p99 (256–293 ms).");
+        .contains("in the 2 settings where more than 1.0% did, that wait sets the claim's p99 (256–293 ms).");
   }
 
   @Test
