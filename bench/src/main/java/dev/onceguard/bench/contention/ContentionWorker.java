@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.time.Duration;
 
 /**
  * One instance of the contention bench, in its own JVM: reads orders from stdin and answers on
@@ -66,7 +67,7 @@ public final class ContentionWorker {
           t.password());
       return new ForUpdateLoop(c, o.entities(), o.holdMs());
     }
-    java.time.Duration retry = o.earlyArrivalRetryMs() > 0 ? java.time.Duration.ofMillis(o.earlyArrivalRetryMs()) : null;
+    Duration retry = o.earlyArrivalRetryMs() > 0 ? Duration.ofMillis(o.earlyArrivalRetryMs()) : null;
     return new ClaimLoop(new ClaimSide(t, "instance-" + o.instance(), retry), o.instance(), o.cell(), o.entities(), o.holdMs());
   }
 }

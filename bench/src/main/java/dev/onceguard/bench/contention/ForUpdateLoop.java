@@ -11,7 +11,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * Transitions the way a consumer with a {@code SELECT … FOR UPDATE} state machine makes them, on
  * one connection in autocommit=0 (BEGIN is implicit, no round trip): lock and read the row, check
  * the state, make the business call with the lock held, write the row, COMMIT. Three round trips;
- * the lock is held from the SELECT until the COMMIT reaches the server.
+ * the lock is held from the SELECT until the COMMIT reaches the server. Owns the connection.
  */
 final class ForUpdateLoop implements Transitions {
   static final String TABLE = "fu_entity";
