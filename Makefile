@@ -9,7 +9,7 @@
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make failure-model  the fault model (FaultModelIT) alone, writing docs/failure-model.md again
-#   make answers     the experiments behind docs/answers.md (a Redis failover, TTLs, Kafka 3.5), page written again
+#   make answers     the experiments behind docs/answers.md (a Redis failover, TTLs, FOR UPDATE vs the claim, Kafka 3.5), page written again
 #   make config-doc  write docs/configuration.md again from the settings' declarations
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
@@ -176,22 +176,27 @@ soak:
 
 # make answers: the experiments behind docs/answers.md (the questions a reference team asks):
 # a real Redis Cluster failover under load (RedisFailoverIT with ANSWERS_FAILOVER_FACTS facts per
-# phase), the TTL distribution (TtlAnswerTest) and the sidecar on Kafka 3.5 brokers (Kafka35IT);
-# each writes its table into integration-tests/target/answers/, then scripts/answers.sh writes
-# the page (date, commit, machine load, command). About 5 minutes; stack down always runs.
+# phase), the TTL distribution (TtlAnswerTest), the sidecar on Kafka 3.5 brokers (Kafka35IT) and
+# FOR UPDATE against OnceGuard's claim with 4 instance processes (ContentionBench, about 3 minutes,
+# ANSWERS_Q3_ARGS); each writes its table into integration-tests/target/answers/, then
+# scripts/answers.sh writes the page (date, commit, machine load, command). About 8 minutes; stack
+# down always runs.
 ANSWERS_FAILOVER_FACTS ?= 400
+ANSWERS_Q3_ARGS ?=
 answers:
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; load="$$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	rm -rf integration-tests/target/answers; \
 	"$(STACK)" up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
-	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests -am \
+	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests,bench -am \
 	    -Dtest=TtlAnswerTest -Dit.test=RedisFailoverIT,Kafka35IT,UpstreamOnly \
 	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	    -Dfailover.facts=$(ANSWERS_FAILOVER_FACTS) -Dfailover.out=target/answers/q2-failover.md \
 	    -Danswers.ttl-out=target/answers/q2-ttl.md -Danswers.kafka35-out=target/answers/kafka35.md \
 	    -Danswers.q5-out=target/answers/q5.md ) || rc=$$?; \
+	  ( set -a; . "$(ENV)"; set +a; java -cp "$(BENCH_JAR)" dev.onceguard.bench.contention.ContentionBench \
+	    --out integration-tests/target/answers/q3.md $(ANSWERS_Q3_ARGS) ) || rc=$$?; \
 	  scripts/answers.sh "make answers" "$$load" || rc=$$?; \
 	fi; \
 	"$(STACK)" down || echo "[make] WARNING: stack down failed" >&2; \

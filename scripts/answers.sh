@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes docs/answers.md from the fragments the experiments of `make answers` wrote into
-# integration-tests/target/answers/ (q2-failover.md, q2-ttl.md, kafka35.md) and from the proto
+# integration-tests/target/answers/ (q2-failover.md, q2-ttl.md, q3.md, kafka35.md) and from the proto
 # (Q4). Called by `make answers` after the experiments; a missing fragment is named on the page.
 #   scripts/answers.sh COMMAND LOAD_AT_START
 set -euo pipefail
@@ -80,9 +80,12 @@ enum_rows() {
   echo
   echo "## Q3. CAS or SELECT … FOR UPDATE: which has the better p99?"
   echo
-  echo "_Not yet measured here: four sidecar processes against FOR UPDATE and OnceGuard's claim, FOR UPDATE with the lock"
-  echo "held across a business call of 1, 5 and 20 ms, and MySQL RTTs of 0, 2 and 10 ms are not part of \`make answers\`._"
-  echo "The seed microbenchmark (one JVM, a one-statement CAS) is on [benchmarks.md](benchmarks.md)."
+  fragment q3.md
+  echo
+  echo "Experiment: \`ContentionBench\` (bench), run by \`make answers\` as"
+  echo "\`java -cp bench/target/onceguard-bench.jar dev.onceguard.bench.contention.ContentionBench --out integration-tests/target/answers/q3.md\`"
+  echo "(\`--plan RTT:CALL,…\`, \`--instances\`, \`--entities\`, \`--seconds\` change the cells). The seed microbenchmark (threads in"
+  echo "one JVM, a one-statement CAS) is on [benchmarks.md](benchmarks.md)."
   echo
   echo "## Q4. How do the three layers' outcomes map to codes?"
   echo
