@@ -176,11 +176,12 @@ soak:
 
 # make answers: the experiments behind docs/answers.md (the questions a reference team asks):
 # a real Redis Cluster failover under load (RedisFailoverIT with ANSWERS_FAILOVER_FACTS facts per
-# phase), the TTL distribution (TtlAnswerTest), the sidecar on Kafka 3.5 brokers (Kafka35IT) and
-# FOR UPDATE against OnceGuard's claim with 4 instance processes (ContentionBench, about 3 minutes,
-# ANSWERS_Q3_ARGS); each writes its table into integration-tests/target/answers/, then
-# scripts/answers.sh writes the page (date, commit, machine load, command). About 8 minutes; stack
-# down always runs.
+# phase), the TTL distribution (TtlAnswerTest), the sidecar on Kafka 3.5 brokers (Kafka35IT), a
+# plain at-least-once consumer against the sidecar through five faults (UpstreamOnly, 10,000
+# records per fault) and FOR UPDATE against OnceGuard's claim with 4 instance processes
+# (ContentionBench, ANSWERS_Q3_ARGS); each writes its table into integration-tests/target/answers/,
+# then scripts/answers.sh writes the page (date, commit, machine load, command). Stack down always
+# runs.
 ANSWERS_FAILOVER_FACTS ?= 400
 ANSWERS_Q3_ARGS ?=
 answers:

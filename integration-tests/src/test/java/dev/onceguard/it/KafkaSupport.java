@@ -97,8 +97,8 @@ public final class KafkaSupport implements AutoCloseable {
     created.addAll(List.of(names));
   }
 
-  /** Sends all records (acks=all, idempotent) and waits for every acknowledgement. */
-  public List<RecordMetadata> produce(Collection<ProducerRecord<byte[], byte[]>> records) {
+  /** A producer with the settings {@link #produce} uses (acks=all, idempotent, one request in flight). */
+  public static KafkaProducer<byte[], byte[]> producer(String bootstrap) {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -110,7 +110,12 @@ public final class KafkaSupport implements AutoCloseable {
     // (KAFKA-14359 / KAFKA-15591; seen here as "Expiring N record(s) ... 120001 ms").
     p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+
+  /** Sends all records (acks=all, idempotent) and waits for every acknowledgement. */
+  public List<RecordMetadata> produce(Collection<ProducerRecord<byte[], byte[]>> records) {
+    try (KafkaProducer<byte[], byte[]> producer = producer(bootstrap)) {
       List<Future<RecordMetadata>> fs = new ArrayList<>();
       for (ProducerRecord<byte[], byte[]> r : records) {
         fs.add(producer.send(r));

@@ -1,6 +1,7 @@
 package dev.onceguard.bench.contention;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.onceguard.bench.seed.BenchArgs;
 import dev.onceguard.bench.seed.DelayProxy;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -16,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -58,7 +60,7 @@ public final class ContentionBench {
 
   public static void main(String[] args) throws Exception {
     System.setProperty("ONCEGUARD_LOG_LEVEL", System.getProperty("ONCEGUARD_LOG_LEVEL", "WARN"));
-    Map<String, String> a = parse(args);
+    Map<String, String> a = BenchArgs.parse(args, Set.of("quick"));
     new ContentionBench().run(a);
   }
 
@@ -79,7 +81,7 @@ public final class ContentionBench {
 
     Runtime.getRuntime().addShutdownHook(new Thread(this::cleanup, "contention-cleanup"));
     long t0 = System.nanoTime();
-    String loadBefore = loadavg();
+    String loadBefore = BenchArgs.loadavg();
     List<ContentionReport.Result> results = new ArrayList<>();
     Map<Double, Double> probes = new LinkedHashMap<>();
     ContentionReport.Retuned retuned = null;
@@ -137,7 +139,7 @@ public final class ContentionBench {
     }
     ContentionReport.Setup setup = new ContentionReport.Setup(entities, instances, seconds, warmup,
         ClaimSide.defaultEarlyArrivalRetry().toMillis(), ClaimSide.POOL_SIZE, Runtime.getRuntime().availableProcessors(), loadBefore,
-        loadavg());
+        BenchArgs.loadavg());
     String page = ContentionReport.render(setup, probes, results, retuned);
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
@@ -243,36 +245,8 @@ public final class ContentionBench {
     return out;
   }
 
-  private static Map<String, String> parse(String[] args) {
-    Map<String, String> m = new LinkedHashMap<>();
-    for (int i = 0; i < args.length; i++) {
-      String k = args[i];
-      if (!k.startsWith("--")) {
-        throw new IllegalArgumentException("unexpected argument " + k);
-      }
-      k = k.substring(2);
-      if (k.equals("quick")) {
-        m.put(k, "true");
-      } else if (i + 1 < args.length) {
-        m.put(k, args[++i]);
-      } else {
-        throw new IllegalArgumentException("--" + k + " needs a value");
-      }
-    }
-    return m;
-  }
-
   private static String env(String name, String def) {
     String v = System.getenv(name);
     return v == null || v.isBlank() ? def : v.trim();
-  }
-
-  private static String loadavg() {
-    try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
-      return f[0] + " " + f[1] + " " + f[2];
-    } catch (IOException e) {
-      return "?";
-    }
   }
 }

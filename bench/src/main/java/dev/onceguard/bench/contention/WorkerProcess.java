@@ -1,12 +1,12 @@
 package dev.onceguard.bench.contention;
 
+import dev.onceguard.bench.seed.BenchArgs;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -35,9 +35,7 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Starts a worker JVM on this JVM's class path; it boots while the caller goes on. */
   static WorkerProcess start(int index) throws IOException {
-    String java = ProcessHandle.current().info().command()
-        .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    List<String> cmd = List.of(java, "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
+    List<String> cmd = List.of(BenchArgs.javaBin(), "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
         ContentionWorker.class.getName());
     return new WorkerProcess(index, new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
   }

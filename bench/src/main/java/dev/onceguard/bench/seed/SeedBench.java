@@ -18,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -49,7 +50,7 @@ public final class SeedBench {
     private SeedBench() {}
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = parse(args);
+        Map<String, String> a = BenchArgs.parse(args, Set.of("quick", "worker", "no-netns"));
         if (a.containsKey("worker")) {
             String url = a.get("url");
             new SeedWorker(url, Double.parseDouble(a.get("rtt")), Long.parseLong(a.get("duration-ms")),
@@ -84,7 +85,7 @@ public final class SeedBench {
 
         Runtime.getRuntime().addShutdownHook(new Thread(this::cleanup, "seed-cleanup"));
         long t0 = System.nanoTime();
-        String loadBefore = loadavg();
+        String loadBefore = BenchArgs.loadavg();
         List<Map<String, String>> rows = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         try {
@@ -134,18 +135,18 @@ public final class SeedBench {
                     proxy.setRtt(rtt);
                 }
                 List<String> cmd = new ArrayList<>(prefix);
-                cmd.addAll(List.of(javaBin(), "-Xms128m", "-Xmx256m", "-cp", System.getProperty("java.class.path"),
+                cmd.addAll(List.of(BenchArgs.javaBin(), "-Xms128m", "-Xmx256m", "-cp", System.getProperty("java.class.path"),
                         SeedBench.class.getName(), "--worker", "--url", url, "--rtt", SeedWorker.num(rtt),
                         "--duration-ms", Long.toString(durationMs), "--warmup-ms", Long.toString(warmupMs),
                         "--workers", join(workers), "--entities", join(entities)));
                 System.out.printf(Locale.ROOT, "[seed] rtt %s ms: %d cells, load %s%n", SeedWorker.num(rtt),
-                        workers.length * entities.length * 2, loadavg());
+                        workers.length * entities.length * 2, BenchArgs.loadavg());
                 runChild(cmd, rows, workers.length * entities.length * 2L * (durationMs + warmupMs) + 60_000);
             }
         } finally {
             cleanup();
         }
-        String loadAfter = loadavg();
+        String loadAfter = BenchArgs.loadavg();
         List<Map<String, String>> cells = rows.stream().filter(r -> r.containsKey("variant")).toList();
         printTable(rows, cells);
         writeJson(out, cells);
@@ -356,39 +357,6 @@ public final class SeedBench {
         } catch (Exception e) {
             return Path.of("bench", "target", "seed.json");
         }
-    }
-
-    private static String javaBin() {
-        return ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    }
-
-    private static String loadavg() {
-        try {
-            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
-            return f[0] + " " + f[1] + " " + f[2];
-        } catch (IOException e) {
-            return "?";
-        }
-    }
-
-    private static Map<String, String> parse(String[] args) {
-        Map<String, String> m = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            String k = args[i];
-            if (!k.startsWith("--")) {
-                throw new IllegalArgumentException("unexpected argument " + k);
-            }
-            k = k.substring(2);
-            if (k.equals("quick") || k.equals("worker") || k.equals("no-netns")) {
-                m.put(k, "true");
-            } else if (i + 1 < args.length) {
-                m.put(k, args[++i]);
-            } else {
-                throw new IllegalArgumentException("--" + k + " needs a value");
-            }
-        }
-        return m;
     }
 
     private static int[] ints(String s) {

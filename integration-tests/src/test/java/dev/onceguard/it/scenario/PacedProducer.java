@@ -1,21 +1,19 @@
 package dev.onceguard.it.scenario;
 
+import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.it.scenario.FactStream.Sent;
 import java.time.Duration;
 import java.util.List;
-import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * An upstream service's producer: sends a list of records at a steady rate from a thread of its
  * own, while the test injects a fault. Idempotent with {@code acks=all}, so that its own retries
  * (across a broker restart) add no record: every duplicate the consumers see is either in the list
- * or made by them. One request in flight, for the reason {@code KafkaSupport.produce} gives.
+ * or made by them. Its settings are {@link KafkaSupport#producer}'s (one request in flight, for the reason given there).
  * {@link #finish} waits for every acknowledgement and closes it; the test thread calls everything.
  */
 final class PacedProducer implements AutoCloseable {
@@ -27,13 +25,7 @@ final class PacedProducer implements AutoCloseable {
 
   /** Starts sending {@code records} to {@code topic}, {@code perSecond} of them per second; returns at once. */
   PacedProducer(String bootstrap, String topic, List<Sent> records, int perSecond) {
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-    p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
-    p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-    this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    this.producer = KafkaSupport.producer(bootstrap);
     long nanosPerRecord = TimeUnit.SECONDS.toNanos(1) / perSecond;
     this.thread = new Thread(() -> {
       long t0 = System.nanoTime();
