@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes docs/answers.md from the fragments the experiments of `make answers` wrote into
-# integration-tests/target/answers/ (q2-failover.md, q2-ttl.md, q3.md, kafka35.md) and from the proto
+# integration-tests/target/answers/ (q1.md, q2-failover.md, q2-ttl.md, q3.md, q5.md, kafka35.md) and from the proto
 # (Q4). Called by `make answers` after the experiments; a missing fragment is named on the page.
 #   scripts/answers.sh COMMAND LOAD_AT_START
 set -euo pipefail
@@ -39,9 +39,19 @@ enum_rows() {
   echo
   echo "## Q1. How many dedup layers, what does each catch, when did one miss what another caught?"
   echo
-  echo "_Not yet measured: the ablation on a seeded mixed five-node order stream (L1 off, L1 with a 7-day TTL, a narrow"
-  echo "business key, no state machine, L2 + L3 only) is not part of \`make answers\`. Per-scenario layer counts are in"
-  echo "[reliability.md](reliability.md)._"
+  echo "**Short answer.** Three, each catching what the one before cannot. L1 (Redis, the keys of confirmed facts for"
+  echo "\`redis-ttl\`) answers re-sends under the same key cheaply while it remembers them. L2 (the MySQL ledger, every key"
+  echo "for good) answers every same-key duplicate L1 does not: with L1 off, after its TTL (a compensation re-run 9 days"
+  echo "late under a 7-day TTL), a copy racing on another instance (\`IN_FLIGHT\`); and it refuses a key reused for other"
+  echo "content (\`KEY_COLLISION\`). L3 (the state machine) catches what no key can: a re-send whose key changed upstream"
+  echo "(\`ALREADY_APPLIED\`), illegal transitions, a conflicting second fact, events out of order. Without L1 nothing is"
+  echo "lost or doubled, it costs MySQL round trips; a business key too narrow for the facts loses the ones that collide"
+  echo "(split shipments); without the state machine re-keyed re-sends are delivered twice and illegal transitions applied."
+  echo
+  fragment q1.md
+  echo
+  echo "Experiment: \`LayerAblation\` (integration-tests), run by \`make answers\`. Per-scenario layer counts are in"
+  echo "[reliability.md](reliability.md)."
   echo
   echo "## Q2. How to choose the idempotency TTL; how to cope with keys lost in a Redis failover"
   echo

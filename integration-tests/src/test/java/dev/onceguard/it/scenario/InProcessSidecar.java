@@ -3,6 +3,7 @@ package dev.onceguard.it.scenario;
 import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.guard.GuardedProcessor;
 import dev.onceguard.proxy.ops.GuardRuntime;
+import dev.onceguard.proxy.ops.Metrics;
 import dev.onceguard.proxy.ops.Sidecar;
 import dev.onceguard.proxy.pipeline.ProcessorFactory;
 import dev.onceguard.proxy.pipeline.RecordProcessor;
@@ -28,6 +29,7 @@ final class InProcessSidecar implements AutoCloseable {
   private final AtomicLong accepted = new AtomicLong();
   /** "DISPOSITION/LAYER/REASON" -> verdicts taken, for the layer that decided each record. */
   private final java.util.Map<String, java.util.concurrent.atomic.LongAdder> verdicts = new java.util.concurrent.ConcurrentHashMap<>();
+  private Metrics metrics;
   private boolean closed;
 
   private InProcessSidecar(SidecarConfig cfg, Tracing tracing) throws IOException {
@@ -82,6 +84,18 @@ final class InProcessSidecar implements AutoCloseable {
     return processors.stream().mapToLong(GuardedProcessor::storeFailures).sum();
   }
 
+  /**
+   * The guard's counters as {@code GET /metrics} renders them ({@link GuardRuntime#registerMetrics}:
+   * L1 hits and misses, MySQL round trips, …), registered at the first call.
+   */
+  synchronized String scrape() {
+    if (metrics == null) {
+      metrics = new Metrics();
+      runtime.registerMetrics(metrics);
+    }
+    return metrics.scrape();
+  }
+
   String owner() {
     return runtime.guard().owner();
   }
@@ -95,7 +109,13 @@ final class InProcessSidecar implements AutoCloseable {
     try {
       sidecar.close();
     } finally {
-      runtime.close();
+      try {
+        runtime.close();
+      } finally {
+        if (metrics != null) {
+          metrics.close();
+        }
+      }
     }
   }
 }

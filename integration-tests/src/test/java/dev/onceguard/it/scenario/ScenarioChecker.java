@@ -88,7 +88,46 @@ final class ScenarioChecker {
     return new Escalated(route, headers, r.key(), r.value());
   }
 
+  /**
+   * A run's history and the judge's findings, asserting nothing; {@code unsettled} says what the
+   * run was still waiting for when it did not settle, else null.
+   */
+  record Judged(ScenarioHistory history, Findings findings, double wallSeconds, String unsettled) {}
+
   Result check() {
+    Judged j = settle(true);
+    ScenarioHistory history = j.history();
+    Findings f = j.findings();
+    double wall = j.wallSeconds();
+    Result res = new Result(history.produced().size(), f.delivered(), f.redeliveries(), f.notOkCalls(), f.escalated(), f.ignored(),
+        f.repeatedEscalations(), f.repeatedVerdicts(), wall, history.produced().size() / wall);
+    long takeovers = history.ledger().stream().filter(r -> r.attempts() > 1).count();
+    System.out.printf("SCENARIO %s: lines=%d records=%d delivered=%d (transitions=%d, redeliveries=%d, not-OK calls=%d, "
+            + "ledger rows taken over=%d) escalated=%s ignored=%s repeated-escalations=%d repeated-verdicts=%d L1-keys-wiped=%d "
+            + "wall=%.1fs throughput=%.0f records/s%n",
+        env.name, scenario.lines().size(), res.produced(), res.delivered(), scenario.expectedTransitions().size(), res.redeliveries(),
+        res.notOkCalls(), takeovers, res.escalated(), res.ignored(), res.repeatedEscalations(), res.repeatedVerdicts(),
+        driver.l1KeysWiped(), wall, res.throughput());
+    String report = f.report(env.name);
+    if (j.unsettled() != null) {
+      throw new AssertionError(j.unsettled() + "\n" + (report == null ? "" : report));
+    }
+    if (report != null) {
+      throw new AssertionError(report);
+    }
+    return res;
+  }
+
+  /**
+   * Judges the run without asserting: for experiments whose configuration is expected to do
+   * damage. Settles on commits and verdicts only, not on the planned escalations (a reduced
+   * configuration may never write them).
+   */
+  Judged observe() {
+    return settle(false);
+  }
+
+  private Judged settle(boolean awaitEscalations) {
     Set<String> producedCoords = new HashSet<>();
     Set<String> expectedEscalations = new HashSet<>();
     for (Produced p : driver.produced()) {
@@ -116,7 +155,7 @@ final class ScenarioChecker {
         Set<String> escalated = new HashSet<>();
         escalations.forEach(e -> escalated.add(e.originalCoordinates()));
         long missingEsc = expectedEscalations.stream().filter(c -> !escalated.contains(c)).count();
-        if (missingEsc > 0) {
+        if (awaitEscalations && missingEsc > 0) {
           waitingFor[0] = missingEsc + " expected escalations";
           return false;
         }
@@ -136,24 +175,7 @@ final class ScenarioChecker {
 
     ScenarioHistory history = new ScenarioHistory(List.copyOf(driver.produced()), business.calls(), escalations, verdicts, ledgerRows(),
         entityRows());
-    Findings f = new ScenarioJudge(scenario, strictness).judge(history);
-    Result res = new Result(history.produced().size(), f.delivered(), f.redeliveries(), f.notOkCalls(), f.escalated(), f.ignored(),
-        f.repeatedEscalations(), f.repeatedVerdicts(), wall, history.produced().size() / wall);
-    long takeovers = history.ledger().stream().filter(r -> r.attempts() > 1).count();
-    System.out.printf("SCENARIO %s: lines=%d records=%d delivered=%d (transitions=%d, redeliveries=%d, not-OK calls=%d, "
-            + "ledger rows taken over=%d) escalated=%s ignored=%s repeated-escalations=%d repeated-verdicts=%d L1-keys-wiped=%d "
-            + "wall=%.1fs throughput=%.0f records/s%n",
-        env.name, scenario.lines().size(), res.produced(), res.delivered(), scenario.expectedTransitions().size(), res.redeliveries(),
-        res.notOkCalls(), takeovers, res.escalated(), res.ignored(), res.repeatedEscalations(), res.repeatedVerdicts(),
-        driver.l1KeysWiped(), wall, res.throughput());
-    String report = f.report(env.name);
-    if (unsettled != null) {
-      throw new AssertionError(unsettled + "\n" + (report == null ? "" : report));
-    }
-    if (report != null) {
-      throw new AssertionError(report);
-    }
-    return res;
+    return new Judged(history, new ScenarioJudge(scenario, strictness).judge(history), wall, unsettled);
   }
 
   /** Replaces the lists' contents with the escalation topics' and the verdict topic's records. */

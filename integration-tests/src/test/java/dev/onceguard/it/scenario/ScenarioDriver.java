@@ -68,6 +68,10 @@ final class ScenarioDriver {
   private long nanosPerRecord;
   private long startNanos;
   private long l1KeysWiped = -1;
+  /** Wait for commits rather than deliveries after each wave (see {@link #settleEachWave}). */
+  private boolean settleEachWave;
+  /** When set, a wave that wipes L1 first waits this long instead (see {@link #expireL1By}). */
+  private Duration l1Expiry;
 
   ScenarioDriver(OrderScenario scenario, ScenarioEnv env, RecordingBusiness business) {
     this.scenario = scenario;
@@ -98,6 +102,25 @@ final class ScenarioDriver {
     return this;
   }
 
+  /**
+   * After each wave, waits until every route group committed its topic's end offsets instead of
+   * until the wave's transitions were delivered: for runs whose configuration may lose
+   * transitions (an ablation), where waiting for them would only time out.
+   */
+  ScenarioDriver settleEachWave() {
+    settleEachWave = true;
+    return this;
+  }
+
+  /**
+   * A wave that would delete the L1 keys first waits {@code wait} instead, once everything before
+   * it finished: keys then expire by their route's {@code redis-ttl}, or live on when it is longer.
+   */
+  ScenarioDriver expireL1By(Duration wait) {
+    l1Expiry = wait;
+    return this;
+  }
+
   List<Produced> produced() {
     return produced;
   }
@@ -121,8 +144,13 @@ final class ScenarioDriver {
         // the last confirms of the previous wave write L1 after the business answered: let every
         // record produced so far finish first, or a late key would survive the "expiry"
         awaitAllCommitted();
-        l1KeysWiped = env.wipeL1();
-        log("wave %s: deleted %d L1 keys (Redis prefix %s) before producing", wave.name(), l1KeysWiped, env.redisPrefix);
+        if (l1Expiry != null) {
+          log("wave %s: waiting %d ms before producing (L1 keys expire by their TTL)", wave.name(), l1Expiry.toMillis());
+          pause(l1Expiry);
+        } else {
+          l1KeysWiped = env.wipeL1();
+          log("wave %s: deleted %d L1 keys (Redis prefix %s) before producing", wave.name(), l1KeysWiped, env.redisPrefix);
+        }
       }
       if (wave.concurrent()) {
         produceConcurrently(wave);
@@ -146,7 +174,11 @@ final class ScenarioDriver {
           h.action().run();
         }
       }
-      awaitWave(wave, 1.0);
+      if (settleEachWave) {
+        awaitAllCommitted();
+      } else {
+        awaitWave(wave, 1.0);
+      }
       log("wave %s: %d records, %d transitions delivered in %d ms", wave.name(), wave.size(), wave.expected().size(),
           TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
     }
@@ -212,8 +244,12 @@ final class ScenarioDriver {
   }
 
   private void pause(int records) {
+    pause(Duration.ofNanos(nanosPerRecord * records));
+  }
+
+  private static void pause(Duration d) {
     try {
-      TimeUnit.NANOSECONDS.sleep(nanosPerRecord * records);
+      TimeUnit.NANOSECONDS.sleep(d.toNanos());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while producing", e);
