@@ -44,9 +44,10 @@ enum_rows() {
   echo "for good) answers every same-key duplicate L1 does not: with L1 off, after its TTL (a compensation re-run 9 days"
   echo "late under a 7-day TTL), a copy racing on another instance (\`IN_FLIGHT\`); and it refuses a key reused for other"
   echo "content (\`KEY_COLLISION\`). L3 (the state machine) catches what no key can: a re-send whose key changed upstream"
-  echo "(\`ALREADY_APPLIED\`), illegal transitions, a conflicting second fact, events out of order. Without L1 nothing is"
-  echo "lost or doubled, it costs MySQL round trips; a business key too narrow for the facts loses the ones that collide"
-  echo "(split shipments); without the state machine re-keyed re-sends are delivered twice and illegal transitions applied."
+  echo "(\`ALREADY_APPLIED\`), illegal transitions, a conflicting second fact, events out of order. Without L1, or with a"
+  echo "TTL shorter than the re-run, nothing is lost or doubled: the ledger answers those duplicates instead, in MySQL. A"
+  echo "business key too narrow for the facts loses the ones that collide (split shipments); without the state machine,"
+  echo "re-sends under a changed key are delivered twice and illegal transitions applied. The tables show each case."
   echo
   fragment q1.md
   echo

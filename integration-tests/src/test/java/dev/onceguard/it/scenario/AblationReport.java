@@ -99,8 +99,8 @@ final class AblationReport {
   }
 
   /**
-   * One sentence per configuration that did damage, naming it; or that none did. The first row is
-   * the full configuration the others are compared with.
+   * What the full configuration (the first row) did, then the damage of each reduced one, then the
+   * MySQL round trips of those that did none, against the full one's.
    */
   static String summary(List<Row> rows) {
     StringBuilder sb = new StringBuilder("**Measured.** ");
@@ -113,15 +113,16 @@ final class AblationReport {
       if (r.damage().any()) {
         harmed.add(r.config() + ": " + damage(r.damage()));
       } else {
-        harmless.add(r.config() + String.format(Locale.ROOT, " (%.2f MySQL round trips per record against %.2f)",
-            (double) r.mysqlRoundTrips() / r.records(), (double) full.mysqlRoundTrips() / full.records()));
+        harmless.add(r.config() + String.format(Locale.ROOT, ", %.2f MySQL round trips per record", (double) r.mysqlRoundTrips()
+            / r.records()));
       }
     }
     if (!harmed.isEmpty()) {
       sb.append(" Without a layer: ").append(String.join("; ", harmed)).append('.');
     }
     if (!harmless.isEmpty()) {
-      sb.append(" No damage, only cost: ").append(String.join("; ", harmless)).append('.');
+      sb.append(" No damage: ").append(String.join("; ", harmless)).append(String.format(Locale.ROOT, " (%s: %.2f).", full.config(),
+          (double) full.mysqlRoundTrips() / full.records()));
     }
     return sb.toString();
   }

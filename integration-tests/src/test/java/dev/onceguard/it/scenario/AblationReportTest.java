@@ -40,7 +40,7 @@ class AblationReportTest {
   void summary_fullFirst_thenTheDamageOfEachReducedConfiguration_andTheCostOfTheHarmlessOnes() {
     assertThat(AblationReport.summary(List.of(FULL, L1_OFF, NO_MACHINE))).isEqualTo("**Measured.** all three layers lost, doubled and"
         + " wrongly escalated nothing. Without a layer: no state machine: 10 doubled, 25 applied against the machine, 40 not escalated."
-        + " No damage, only cost: L1 off (4.50 MySQL round trips per record against 3.00).");
+        + " No damage: L1 off, 4.50 MySQL round trips per record (all three layers: 3.00).");
   }
 
   @Test

@@ -278,7 +278,7 @@ class LayerAblation {
           .findFirst().orElse(null);
       String accepted = copies.stream().map(Produced::coordinates).filter(c -> outcomeOf.get(c).equals("accepted"))
           .findFirst().orElse(null);
-      if (original != null && accepted != null && !accepted.equals(original)) {
+      if (original != null && accepted != null && !outcomeOf.get(original).equals("accepted")) {
         String f = featureOf.get(original);
         featureOf.put(original, featureOf.get(accepted));
         featureOf.put(accepted, f);
@@ -323,9 +323,10 @@ class LayerAblation {
         + " with another batch number (a conflicting fact); split shipments, one order's sku from two warehouses as two"
         + " lines, which a key of `order_id, sku_id` makes collide. Time is scaled, one stream day to %d s of wall"
         + " time, so L1 keys expire in Redis (a private redis-server) by their `redis-ttl` (30 d = %d s, 7 d = %d s)."
-        + " Leases of 30 s; early-arrival timeouts of 60 s (the deliver route 10 s), 5 s with the narrow key, whose lost lines'"
-        + " later events would wait for them in every wave. \"L1 off\" is also \"L2 + L3 only\": the sidecar does not run without its ledger. Judged by the scenario"
-        + " judge of the chaos run: facts lost (a legitimate transition never delivered), doubled (delivered twice),"
+        + " Leases of 30 s; early-arrival timeouts of 60 s (the deliver route 10 s), 5 s with the narrow key, whose"
+        + " lost lines' later events would wait for them in every wave. \"L1 off\" is also \"L2 + L3 only\": the sidecar"
+        + " does not run without its ledger. Judged by the scenario judge of the chaos run: facts lost (a legitimate"
+        + " transition never delivered), doubled (delivered twice),"
         + " wrongly escalated, applied against the machine (delivered though illegal, or out of machine order),"
         + " escalations missed. Caught: each record's last verdict, by layer and reason. In the table of records:"
         + " accepted (delivered to the business), L1 (`CACHE_HIT`), L2 (`LEDGER_HIT`), L2 in flight (`IN_FLIGHT`: the"
@@ -334,8 +335,9 @@ class LayerAblation {
         + " any order, and the copy accepted counts as the original. L1 hit rate: L1 lookups that found the key"
         + " (`onceguard_l1_hits_total` over hits and misses). MySQL round trips: `onceguard_mysql_round_trips_total` of"
         + " both instances from the first record produced until the run settled, per record (background statements such"
-        + " as heartbeats and early-arrival retries included; start-up not). Run: one configuration, start-up included. The"
-        + " experiment took %.0f s; load average %s at its start, %s at its end.", SEED, scenario.records(), scenario.lines().size(), PARTITIONS,
+        + " as heartbeats and early-arrival retries included; start-up not). Run: one configuration, start-up"
+        + " included. The experiment took %.0f s; load average %s at its start, %s at its end.", SEED, scenario.records(),
+        scenario.lines().size(), PARTITIONS,
         COMPENSATION_DAYS, DAY.toSeconds(), DAY.toSeconds() * 30, DAY.toSeconds() * 7, seconds, load, loadAverage());
   }
 
