@@ -105,8 +105,9 @@ final class AblationReport {
   static String summary(List<Row> rows) {
     StringBuilder sb = new StringBuilder("**Measured.** ");
     Row full = rows.get(0);
-    sb.append(full.damage().any() ? full.config() + " did damage: " + damage(full.damage()) + "." : full.config()
-        + " lost, doubled and wrongly escalated nothing.");
+    String fullConfig = Character.toUpperCase(full.config().charAt(0)) + full.config().substring(1);
+    sb.append(fullConfig).append(full.damage().any() ? " did damage: " + damage(full.damage()) + "." : ": nothing lost, doubled or"
+        + " wrongly escalated.");
     List<String> harmed = new ArrayList<>();
     List<String> harmless = new ArrayList<>();
     for (Row r : rows.subList(1, rows.size())) {

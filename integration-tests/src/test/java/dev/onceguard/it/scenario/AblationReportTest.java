@@ -38,15 +38,15 @@ class AblationReportTest {
 
   @Test
   void summary_fullFirst_thenTheDamageOfEachReducedConfiguration_andTheCostOfTheHarmlessOnes() {
-    assertThat(AblationReport.summary(List.of(FULL, L1_OFF, NO_MACHINE))).isEqualTo("**Measured.** all three layers lost, doubled and"
-        + " wrongly escalated nothing. Without a layer: no state machine: 10 doubled, 25 applied against the machine, 40 not escalated."
+    assertThat(AblationReport.summary(List.of(FULL, L1_OFF, NO_MACHINE))).isEqualTo("**Measured.** All three layers: nothing lost, doubled"
+        + " or wrongly escalated. Without a layer: no state machine: 10 doubled, 25 applied against the machine, 40 not escalated."
         + " No damage: L1 off, 4.50 MySQL round trips per record (all three layers: 3.00).");
   }
 
   @Test
   void summary_namesDamageOfTheFullConfiguration() {
     Row bad = new Row("all three layers", 10, Map.of(), Map.of(), new Damage(1, 0, 2, 0, 0), 0, 0, 0, 1);
-    assertThat(AblationReport.summary(List.of(bad))).isEqualTo("**Measured.** all three layers did damage: 1 lost, 2 wrongly escalated.");
+    assertThat(AblationReport.summary(List.of(bad))).isEqualTo("**Measured.** All three layers did damage: 1 lost, 2 wrongly escalated.");
   }
 
   @Test
