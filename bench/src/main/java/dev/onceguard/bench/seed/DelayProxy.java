@@ -27,10 +27,18 @@ public final class DelayProxy implements AutoCloseable {
     private volatile boolean closed;
 
     public DelayProxy(String targetHost, int targetPort) throws IOException {
+        this(targetHost, targetPort, 0);
+    }
+
+    /**
+     * Listening on {@code listenPort} of 127.0.0.1 (0: a free one), for a peer that announces the
+     * proxy's address to its clients, such as a Kafka broker's advertised listener.
+     */
+    public DelayProxy(String targetHost, int targetPort, int listenPort) throws IOException {
         this.targetHost = targetHost;
         this.targetPort = targetPort;
         server = new ServerSocket();
-        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), listenPort));
         Thread t = new Thread(this::accept, "seed-proxy-accept");
         t.setDaemon(true);
         t.start();

@@ -1,0 +1,50 @@
+package dev.onceguard.it.scenario;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.onceguard.it.scenario.ScaleReport.Cell;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.LongStream;
+import org.junit.jupiter.api.Test;
+
+class ScaleReportTest {
+  private static final List<Long> ONE_TO_HUNDRED = LongStream.rangeClosed(1, 100).boxed().toList();
+
+  @Test
+  void percentile_isNearestRank() {
+    assertThat(ScaleReport.percentile(ONE_TO_HUNDRED, 50)).isEqualTo(50);
+    assertThat(ScaleReport.percentile(ONE_TO_HUNDRED, 99)).isEqualTo(99);
+    assertThat(ScaleReport.percentile(List.of(7L, 3L, 5L), 50)).isEqualTo(5);
+    assertThat(ScaleReport.percentile(List.of(7L, 3L, 5L), 99)).isEqualTo(7);
+    assertThat(ScaleReport.percentile(List.of(), 99)).isZero();
+  }
+
+  @Test
+  void exactlyOnce_passesOnlyWhenEveryFactArrivedOnce() {
+    assertThatCode(() -> ScaleReport.requireExactlyOnce("c", List.of("a", "b"), Map.of("a", 1L, "b", 1L))).doesNotThrowAnyException();
+    assertThatThrownBy(() -> ScaleReport.requireExactlyOnce("c", List.of("a", "b"), Map.of("a", 1L)))
+        .hasMessageContaining("1 of 2 facts lost [b]");
+    assertThatThrownBy(() -> ScaleReport.requireExactlyOnce("c", List.of("a", "b"), Map.of("a", 1L, "b", 2L)))
+        .hasMessageContaining("1 received more than once [b]");
+    assertThatThrownBy(() -> ScaleReport.requireExactlyOnce("c", List.of("a"), Map.of("a", 1L, "z", 1L)))
+        .hasMessageContaining("1 received that were never sent [z]");
+  }
+
+  @Test
+  void table_andSummary_fromTheCells() {
+    Cell near = new Cell("3 × Kafka 3.5.2", 1, 0, 100, 1000, 10.0, ONE_TO_HUNDRED, 3000, 2500);
+    Cell far = new Cell("3 × Kafka 3.5.2", 1, 10, 100, 1000, 12.5, ONE_TO_HUNDRED.stream().map(a -> a * 2).toList(), 3500, -1);
+    List<Cell> cells = List.of(near, far);
+
+    assertThat(ScaleReport.markdown(cells)).contains(
+        "| 3 × Kafka 3.5.2 | 1 | 0 ms | 100 | 100 | 50 | 99 | 3.00 | 2.50 |",
+        "| 3 × Kafka 3.5.2 | 1 | 10 ms | 100 | 80 | 100 | 198 | 3.50 | – |");
+    assertThat(far.keptPace()).isFalse();
+    assertThat(ScaleReport.summary(cells, "3 × Kafka 3.5.2")).isEqualTo("1 process: fell behind the offered pace in 1 of 2 cells;"
+        + " record age p50 50 → 100 ms and p99 99 → 198 ms from 0 to 10 ms of RTT; 3.00–3.50 MySQL round trips per record.");
+    assertThat(ScaleReport.summary(cells, "other")).isEmpty();
+  }
+}
