@@ -59,9 +59,9 @@ class ScaleAnswer {
    * confirm go to MySQL a poll batch at a time, so the RTT costs latency, not a per-record wait),
    * while the machine, shared by three brokers, four sidecar JVMs and the test, keeps headroom.
    */
-  static final int RATE = Integer.getInteger("scale.rate", 500);
+  static final int RATE = Integer.getInteger("scale.rate", 250);
   static final int SECONDS = Integer.getInteger("scale.seconds", 12);
-  static final int WARM_UP_SECONDS = 2;
+  static final int WARM_UP_SECONDS = 3;
   static final int PARTITIONS = 12;
   static final int[] PROCESSES = {1, 4};
   static final int[] RTTS_MS = {0, 2, 10};
@@ -147,7 +147,7 @@ class ScaleAnswer {
         long roundTrips0 = roundTrips(admins);
         double cpu0 = cpuMs(sidecars);
         Batch measured = stream.fresh(name, RATE * SECONDS, Duration.ZERO);
-        produce(env, measured);
+        Map<String, Long> ackedAt = produce(env, measured);
         awaitReceived(business, measured.facts());
         env.awaitCommitted(group, CATCH_UP);
         long roundTrips = roundTrips(admins) - roundTrips0;
@@ -171,19 +171,22 @@ class ScaleAnswer {
         long wallMs = System.currentTimeMillis();
         long nanos = System.nanoTime();
         List<Long> ages = new ArrayList<>();
+        List<Long> ackedAges = new ArrayList<>();
         long firstCreated = Long.MAX_VALUE;
         long lastReceived = Long.MIN_VALUE;
         for (RecordingBusiness.Call call : business.calls()) {
           Delivery d = call.delivery();
-          if (window.contains(OneRouteEnv.field(d.getRecord().getValue().toByteArray(), FactStream.FACT_FIELD))) {
+          String fact = OneRouteEnv.field(d.getRecord().getValue().toByteArray(), FactStream.FACT_FIELD);
+          if (window.contains(fact)) {
             long receivedMs = wallMs - (nanos - call.receivedAtNanos()) / 1_000_000;
             ages.add(receivedMs - d.getRecord().getTimestampMs());
+            ackedAges.add(wallMs - (nanos - ackedAt.get(fact)) / 1_000_000 - d.getRecord().getTimestampMs());
             firstCreated = Math.min(firstCreated, d.getRecord().getTimestampMs());
             lastReceived = Math.max(lastReceived, receivedMs);
           }
         }
         Cell c = new Cell(broker, processes, rttMs, RATE, measured.records().size(), (lastReceived - firstCreated) / 1000.0, ages,
-            roundTrips, cpu);
+            ackedAges, roundTrips, cpu);
         log("%s: %.0f rec/s, age p50 %d p99 %d ms, %.2f round trips and %.2f CPU ms per record; cell took %.0f s", name,
             c.perSecond(), c.p50(), c.p99(), c.roundTripsPerRecord(), cpu / c.records(), (System.nanoTime() - t) / 1e9);
         return c;
@@ -193,9 +196,15 @@ class ScaleAnswer {
     }
   }
 
-  private static void produce(UpstreamEnv env, Batch batch) throws InterruptedException {
+  /** Sends {@code batch} at the pace, directly to the brokers; returns when the brokers acknowledged each fact ({@link System#nanoTime()}). */
+  private static Map<String, Long> produce(UpstreamEnv env, Batch batch) throws InterruptedException {
     try (PacedProducer producer = new PacedProducer(env.kafka.bootstrap(), env.topic, batch.records(), RATE)) {
       producer.finish(CATCH_UP);
+      Map<String, Long> acked = new HashMap<>();
+      for (int i = 0; i < batch.records().size(); i++) {
+        acked.put(batch.records().get(i).fact(), producer.ackedAtNanos(i));
+      }
+      return acked;
     }
   }
 
@@ -273,7 +282,9 @@ class ScaleAnswer {
         + " ledger + state machine, MySQL pool 8, commit every 200 ms); the business (gRPC, in the test JVM) answers OK at once. Brokers:"
         + " %s, replication factor 3, `min.insync.replicas` 2, the producer `acks=all`. Added RTT: user-space delaying TCP proxies"
         + " (half the RTT each way) in front of every broker's relayed listener and of MariaDB; 0 ms still goes through them. Redis"
-        + " (L1) and the business are not delayed. Record age: the business's receipt minus the record's Kafka create timestamp."
+        + " (L1) and the business are not delayed; the test's producer reaches the brokers directly. Record age: the business's"
+        + " receipt minus the record's Kafka create timestamp (set when the producer is handed the record); until the brokers"
+        + " acked: from the same timestamp to the producer's acknowledgement, the part of the age before any sidecar could read it."
         + " Delivered rec/s: the window's records over the time from its first create timestamp to its last receipt. MySQL round"
         + " trips: statements (BEGIN and COMMIT included) the processes sent in the window, from their"
         + " `onceguard_mysql_round_trips_total`. CPU: the processes' utime + stime in the window. Every fact of every cell reached the"

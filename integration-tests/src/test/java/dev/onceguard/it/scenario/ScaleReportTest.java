@@ -35,13 +35,14 @@ class ScaleReportTest {
 
   @Test
   void table_andSummary_fromTheCells() {
-    Cell near = new Cell("3 × Kafka 3.5.2", 1, 0, 100, 1000, 10.0, ONE_TO_HUNDRED, 3000, 2500);
-    Cell far = new Cell("3 × Kafka 3.5.2", 1, 10, 100, 1000, 12.5, ONE_TO_HUNDRED.stream().map(a -> a * 2).toList(), 3500, -1);
+    Cell near = new Cell("3 × Kafka 3.5.2", 1, 0, 100, 1000, 10.0, ONE_TO_HUNDRED, List.of(4L, 6L), 3000, 2500);
+    Cell far = new Cell("3 × Kafka 3.5.2", 1, 10, 100, 1000, 12.5, ONE_TO_HUNDRED.stream().map(a -> a * 2).toList(),
+        List.of(5L), 3500, -1);
     List<Cell> cells = List.of(near, far);
 
     assertThat(ScaleReport.markdown(cells)).contains(
-        "| 3 × Kafka 3.5.2 | 1 | 0 ms | 100 | 100 | 50 | 99 | 3.00 | 2.50 |",
-        "| 3 × Kafka 3.5.2 | 1 | 10 ms | 100 | 80 | 100 | 198 | 3.50 | – |");
+        "| 3 × Kafka 3.5.2 | 1 | 0 ms | 100 | 100 | 50 | 99 | 4 / 6 | 3.00 | 2.50 |",
+        "| 3 × Kafka 3.5.2 | 1 | 10 ms | 100 | 80 | 100 | 198 | 5 / 5 | 3.50 | – |");
     assertThat(far.keptPace()).isFalse();
     assertThat(ScaleReport.summary(cells, "3 × Kafka 3.5.2")).isEqualTo("1 process: fell behind the offered pace in 1 of 2 cells;"
         + " record age p50 50 → 100 ms and p99 99 → 198 ms from 0 to 10 ms of RTT; 3.00–3.50 MySQL round trips per record.");
