@@ -20,7 +20,7 @@ final class ScaleReport {
    * @param rttMs round-trip time added to MySQL and to Kafka
    * @param offeredPerSecond the producer's pace
    * @param records records produced in the window, each a fact of its own
-   * @param seconds from the first record's create timestamp to the business's receipt of the last record
+   * @param seconds from the business's first receipt of the window's records to its last
    * @param agesMs each record's age at the business: receipt minus Kafka create timestamp
    * @param ackedAgesMs each record's age when the brokers acknowledged it to the producer: the part of its age before any sidecar could read it
    * @param roundTrips MySQL statements the cell's processes sent in the window (their {@code onceguard_mysql_round_trips_total})
