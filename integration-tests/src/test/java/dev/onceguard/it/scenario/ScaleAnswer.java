@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -43,10 +44,13 @@ import org.junit.jupiter.api.Test;
  * admin client reach the brokers directly. The proxies are {@link DelayProxy#live live}: a new RTT
  * reaches the connections already open, so the processes stay up across the RTT cells.
  *
- * <p>One topic, database and consumer group: one process starts, waits until it owns partitions
+ * <p>One topic, database and consumer group: one process starts (meanwhile the fresh brokers get a
+ * warm-up of their own on another topic), waits until it owns partitions
  * and gets a warm-up of {@link #WARM_UP_SECONDS} at the pace; then, per RTT, a settling second at
  * the pace and the cell's window: {@link #RATE} records per second for {@link #SECONDS}, each a new
- * fact. Then three more processes join, get a warm-up, and the three RTTs again. Measured over
+ * fact. Then three more processes join, get a warm-up, and the three RTTs again, in the opposite
+ * order (10, 2, 0 ms): whatever drifts over time (brokers and JVMs warming up, the shared machine's
+ * load) then runs against the RTT's order in one of the two passes. Measured over
  * each window: delivered records per second (the business's first receipt to its last), each record's age at the business, the processes' {@code onceguard_mysql_round_trips_total}
  * and CPU time. Starting JVMs once, not per cell, keeps the experiment within a few minutes.
  *
@@ -55,9 +59,9 @@ import org.junit.jupiter.api.Test;
  */
 class ScaleAnswer {
   /**
-   * The pace, the same in every cell: one process sustains it at 10 ms of RTT (its claims and
-   * confirms go to MySQL a poll batch at a time, so the RTT costs latency, not a per-record wait),
-   * and so does the machine. At 500 records/s one process still kept pace at 10 ms, but on two
+   * The pace, the same in every cell: one process sustains it at 10 ms of RTT (claims ready
+   * together share one transaction, and so do confirms, so the RTT costs latency, not a wait per
+   * record), and so does the machine. At 500 records/s one process still kept pace at 10 ms, but on two
    * shared cores with three brokers and four sidecar JVMs the records aged by seconds in some
    * cells: the CPU, not the RTT, set the age.
    */
@@ -98,9 +102,17 @@ class ScaleAnswer {
       log("cluster up in %d s: %s; relays %s", clusterSeconds, broker35, relays);
       try (Run run = new Run("scale", broker35, new KafkaSupport(cluster.env("ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP"), (short) 3),
           cluster.env("ONCEGUARD_CLUSTER_KAFKA_RELAY_BOOTSTRAP"), mysql.port(), stream)) {
-        for (int n : PROCESSES) {
-          run.scaleTo(n);
-          for (int rtt : RTTS_MS) {
+        // the fresh brokers' own warm-up, on a topic no sidecar reads, while the first process starts
+        try (PacedProducer brokers = new PacedProducer(run.env.kafka.bootstrap(), run.env.kafka.createTopic("scale-brokers", PARTITIONS),
+            stream.fresh("scale-brokers", RATE * 2 * WARM_UP_SECONDS, Duration.ZERO).records(), RATE)) {
+          run.scaleTo(PROCESSES[0]);
+          brokers.finish(CATCH_UP);
+        }
+        for (int i = 0; i < PROCESSES.length; i++) {
+          run.scaleTo(PROCESSES[i]);
+          for (int j = 0; j < RTTS_MS.length; j++) {
+            // every other pass backwards: a drift over time shows as a reversed trend, an effect of the RTT does not
+            int rtt = RTTS_MS[i % 2 == 0 ? j : RTTS_MS.length - 1 - j];
             delays.setRtt(rtt);
             cells.add(run.window(rtt));
           }
@@ -119,7 +131,11 @@ class ScaleAnswer {
       }
     }
     long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0);
-    String md = ScaleReport.markdown(cells) + "\n" + ScaleReport.summary(cells, broker35) + "\n\n"
+    List<Cell> table = new ArrayList<>(cells);
+    // the 3.5 cells by processes and RTT, the contrast last
+    table.sort(Comparator.comparing((Cell c) -> !c.broker().equals(broker35)).thenComparingInt(Cell::processes)
+        .thenComparingInt(Cell::rttMs));
+    String md = ScaleReport.markdown(table) + "\n" + ScaleReport.summary(cells, broker35) + "\n\n"
         + setup(broker35, clusterSeconds, seconds, loadAtStart, UpstreamOnly.loadAverage());
     System.out.println("[scale]\n" + md);
     String out = System.getProperty("answers.scale-out");
@@ -152,8 +168,11 @@ class ScaleAnswer {
       this.env = new UpstreamEnv(name, PARTITIONS, kafka).reachedThrough(sidecarBootstrap, "127.0.0.1", mysqlPort);
     }
 
-    /** Starts processes until there are {@code n}, waits until each owns partitions, then sends the warm-up. */
+    /** Starts processes until there are {@code n}, waits until each owns partitions, then sends the warm-up; nothing if there are. */
     void scaleTo(int n) throws Exception {
+      if (sidecars.size() >= n) {
+        return;
+      }
       long t = System.nanoTime();
       List<SidecarProcess> started = new ArrayList<>();
       while (sidecars.size() < n) {
@@ -336,7 +355,9 @@ class ScaleAnswer {
     return String.format(Locale.ROOT, "Each cell: %,d records at %,d records/s, each a new fact, into a topic of %d partitions, after"
         + " a second at the pace at the cell's RTT. One consumer group of sidecar processes (`java -Xmx384m -jar onceguard.jar run`,"
         + " each a JVM of its own; L1 + ledger + state machine, MySQL pool 8, commit every 200 ms): one process, warmed up with %,d"
-        + " records, through the three RTTs; then three more join, a warm-up again, the three RTTs again. The business (gRPC, in the"
+        + " records, through 0, 2 and 10 ms; then three more join, a warm-up again, and 10, 2 and 0 ms (the opposite order, so that"
+        + " a drift over time and the RTT's effect can be told apart). The fresh brokers get a warm-up of their own on another topic"
+        + " while the first process starts. The business (gRPC, in the"
         + " test JVM) answers OK at once. Brokers:"
         + " %s, replication factor 3, `min.insync.replicas` 2, the producer `acks=all`. Added RTT: user-space delaying TCP proxies"
         + " (half the RTT each way, changed between cells on the open connections) in front of every broker's relayed listener and"

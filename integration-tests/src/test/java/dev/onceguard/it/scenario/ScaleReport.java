@@ -2,9 +2,12 @@ package dev.onceguard.it.scenario;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The numbers of the scale experiment ({@link ScaleAnswer}) per cell, the check that every fact
@@ -96,23 +99,52 @@ final class ScaleReport {
   }
 
   /**
-   * What the table says, one sentence per process count on {@code broker}: the pace kept or not,
-   * the p50 and p99 at the smallest and largest RTT, and the round trips per record.
+   * What the table says of {@code broker}'s cells, given in the order they ran: per pass (a process
+   * count), the RTTs in their order, the record age in the pass's first and last cell, the part
+   * until the brokers acked, and the round trips per record; then whether the age followed the run
+   * order (drift: warm-up, the machine's load) or the RTT, when the passes ran the RTTs in
+   * different orders.
    */
-  static String summary(List<Cell> cells, String broker) {
+  static String summary(List<Cell> runOrder, String broker) {
+    List<Cell> mine = runOrder.stream().filter(c -> c.broker().equals(broker)).toList();
     StringBuilder out = new StringBuilder();
-    cells.stream().filter(c -> c.broker().equals(broker)).map(Cell::processes).distinct().forEach(n -> {
-      List<Cell> mine = cells.stream().filter(c -> c.broker().equals(broker) && c.processes() == n).toList();
-      Cell near = mine.stream().min((a, b) -> Integer.compare(a.rttMs(), b.rttMs())).orElseThrow();
-      Cell far = mine.stream().max((a, b) -> Integer.compare(a.rttMs(), b.rttMs())).orElseThrow();
-      long behind = mine.stream().filter(c -> !c.keptPace()).count();
-      out.append(String.format(Locale.ROOT, "%s%d process%s: %s; record age p50 %d → %d ms and p99 %d → %d ms from %d to %d ms of RTT;"
-              + " %.2f–%.2f MySQL round trips per record.", out.length() == 0 ? "" : " ", n, n == 1 ? "" : "es",
-          behind == 0 ? "kept the offered pace at every RTT" : "fell behind the offered pace in " + behind + " of " + mine.size() + " cells",
-          near.p50(), far.p50(), near.p99(), far.p99(), near.rttMs(), far.rttMs(),
-          mine.stream().mapToDouble(Cell::roundTripsPerRecord).min().orElse(0),
-          mine.stream().mapToDouble(Cell::roundTripsPerRecord).max().orElse(0)));
-    });
+    boolean agesFell = true;
+    boolean ackedFell = true;
+    boolean risesWithRtt = true;
+    Set<Integer> firstRtts = new HashSet<>();
+    for (int n : mine.stream().map(Cell::processes).distinct().toList()) {
+      List<Cell> pass = mine.stream().filter(c -> c.processes() == n).toList();
+      Cell first = pass.get(0);
+      Cell last = pass.get(pass.size() - 1);
+      Cell near = pass.stream().min(Comparator.comparingInt(Cell::rttMs)).orElseThrow();
+      Cell far = pass.stream().max(Comparator.comparingInt(Cell::rttMs)).orElseThrow();
+      long behind = pass.stream().filter(c -> !c.keptPace()).count();
+      out.append(String.format(Locale.ROOT, "%s%d process%s, RTTs in the order %s ms: %s; record age p50 %d ms in the first cell, %d ms in"
+              + " the last (p99 %d, %d), of which until the brokers acked p50 %d, %d ms; %.2f–%.2f MySQL round trips per record.",
+          out.length() == 0 ? "" : " ", n, n == 1 ? "" : "es", String.join(", ", pass.stream().map(c -> Integer.toString(c.rttMs())).toList()),
+          behind == 0 ? "kept the offered pace" : "fell behind the offered pace in " + behind + " of " + pass.size() + " cells",
+          first.p50(), last.p50(), first.p99(), last.p99(), percentile(first.ackedAgesMs(), 50), percentile(last.ackedAgesMs(), 50),
+          pass.stream().mapToDouble(Cell::roundTripsPerRecord).min().orElse(0),
+          pass.stream().mapToDouble(Cell::roundTripsPerRecord).max().orElse(0)));
+      agesFell &= pass.size() > 1 && last.p50() < first.p50();
+      ackedFell &= percentile(last.ackedAgesMs(), 50) < percentile(first.ackedAgesMs(), 50);
+      risesWithRtt &= pass.size() > 1 && far.p50() > near.p50();
+      firstRtts.add(first.rttMs());
+    }
+    if (firstRtts.size() < 2) {
+      return out.toString();
+    }
+    if (agesFell) {
+      out.append(" In each pass the age fell from its first cell to its last, whichever RTT came first");
+      out.append(ackedFell ? ", and so did the part until the brokers acked, which no added RTT reaches" : "");
+      out.append(": the time since the processes started and the shared machine's load set the age here; the added RTT's effect"
+          + " is smaller than that drift.");
+    } else if (risesWithRtt) {
+      out.append(" In each pass the age was higher at the largest RTT than at the smallest, in either order: the RTT's effect.");
+    } else {
+      out.append(" Neither the run order nor the RTT moved the age the same way in both passes: the differences are within the"
+          + " run-to-run spread.");
+    }
     return out.toString();
   }
 }

@@ -9,9 +9,9 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * What the Q5 experiment ({@link UpstreamOnly}) owns: one topic of facts, the guard's escalation
- * topic, a consumer group per pipeline, a MySQL database {@code og_it_<random>} and a Redis key
- * prefix. Both pipelines read the same YAML but for group, instance id and port (the plain one
+ * What the Q5 experiment ({@link UpstreamOnly}) and the scale experiment ({@link ScaleAnswer})
+ * own: one topic of facts, the guard's escalation topic, a consumer group per pipeline, a MySQL
+ * database {@code og_it_<random>} and a Redis key prefix. Both pipelines read the same YAML but for group, instance id and port (the plain one
  * ignores the guard's settings). {@link #close()} drops the database, deletes the keys and topics.
  */
 final class UpstreamEnv implements AutoCloseable {
