@@ -136,7 +136,7 @@ class ScaleAnswer {
     table.sort(Comparator.comparing((Cell c) -> !c.broker().equals(broker35)).thenComparingInt(Cell::processes)
         .thenComparingInt(Cell::rttMs));
     String md = ScaleReport.markdown(table) + "\n" + ScaleReport.summary(cells, broker35) + "\n\n"
-        + setup(broker35, clusterSeconds, seconds, loadAtStart, UpstreamOnly.loadAverage());
+        + setup(broker35, clusterSeconds, seconds, loadAtStart, UpstreamOnly.loadAverage()) + "\n";
     System.out.println("[scale]\n" + md);
     String out = System.getProperty("answers.scale-out");
     if (out != null) {
