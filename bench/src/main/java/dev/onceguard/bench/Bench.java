@@ -161,7 +161,9 @@ public final class Bench {
     SidecarRss.Result rss = null;
     List<ScaleCell> scale = new ArrayList<>();
     int rate;
-    Timelines timelines = o.trace() ? new Timelines(o.only().isEmpty() ? LOW_PACED_RATE : o.pacedRate(), cpu.dbPid()) : null;
+    Timelines timelines = o.trace()
+        ? new Timelines(o.only().isEmpty() ? LOW_PACED_RATE : o.pacedRate(), cpu.dbPid(), o.out().toAbsolutePath().resolveSibling("timelines"))
+        : null;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
       Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes(), timelines);
       // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, lettuce, JDBC) before the first measured run
@@ -213,7 +215,9 @@ public final class Bench {
           Path file = o.out().resolveSibling("timeline.json");
           Files.createDirectories(file.toAbsolutePath().getParent());
           Results.writeTimeline(file, timelines.json());
-          System.out.println("--only: a partial run, no RSS; wrote " + file + " only");
+          Path md = o.out().resolveSibling("timeline.md");
+          Files.writeString(md, timelines.markdown());
+          System.out.println("--only: a partial run, no RSS; wrote " + file + ", " + md + " and " + file.resolveSibling("timelines") + " only");
         } else {
           System.out.println("\n--only: a partial run, no RSS, nothing written");
         }

@@ -62,6 +62,28 @@ final class ThreadTimes {
     return out;
   }
 
+  /**
+   * The machine's pressure stall totals ({@code /proc/pressure/cpu} and {@code io}, the "some"
+   * lines): µs during which at least one runnable task waited for a CPU, and for I/O; -1 where
+   * the kernel does not report them.
+   */
+  static long[] pressure() {
+    return new long[] {someTotal("cpu"), someTotal("io")};
+  }
+
+  private static long someTotal(String resource) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/pressure", resource))) {
+        if (line.startsWith("some ")) {
+          return Long.parseLong(line.substring(line.indexOf("total=") + 6).trim());
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // no PSI on this kernel
+    }
+    return -1;
+  }
+
   /** The pools that ran or waited at least {@code minMs}, per record: "name cpu/wait ms per record". */
   static String perRecord(Map<String, double[]> pools, int records, double minMs) {
     StringBuilder sb = new StringBuilder();
