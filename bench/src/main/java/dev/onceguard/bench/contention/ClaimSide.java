@@ -39,10 +39,9 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * <p>The machine has one state and a self-loop ({@code update: open → open}), so that a
  * transition is legal whenever its entity is free and every conflict between instances is over
  * the entity, as in the FOR UPDATE variant. The store is driven directly rather than through
- * {@link Guard}: on a cycle the guard's classification escalates a lost CAS whose winner was
- * confirmed before the entity could be read (it cannot tell whether the record was applied),
- * whereas in an acyclic flow the same lost CAS waits like one that finds the entity busy; the
- * bench parks every lost CAS, as the pipeline parks a busy or early entity (see {@link ClaimLoop}).
+ * {@link Guard}, so that the bench holds no pipeline of its own: every lost CAS is parked for
+ * {@code early-arrival-retry} and claimed again, as the guard answers a lost CAS that finds the
+ * entity busy, or free again in its from-state (see {@link ClaimLoop}).
  */
 final class ClaimSide implements AutoCloseable {
   static final String STATE = "open";

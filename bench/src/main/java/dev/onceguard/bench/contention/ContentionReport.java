@@ -231,9 +231,8 @@ final class ContentionReport {
         that one finishes; the whole `early-arrival-retry` is waited when the entity is held by another process, as here: \
         another consumer group's route on the same entities, or a copy of the record on another partition.)
         - The machine has one state and a self-loop, so a transition is legal whenever its entity is free: every conflict is \
-        over the entity, never a state mismatch. (Through the sidecar's `Guard`, a cycle makes a lost CAS whose winner \
-        was confirmed before the entity could be read an `ILLEGAL_TRANSITION`, since it cannot tell whether the record was \
-        applied; the bench drives the store and parks it, as an acyclic flow's lost CAS is parked.)
+        over the entity, never a state mismatch. A lost CAS is parked and claimed again, as the sidecar's `Guard` answers \
+        one that finds the entity busy, or free again in the transition's from-state.
         - *Latency*: from a transition's start to its `COMMIT` or confirm, business call included. *Lock wait*: the time in \
         `SELECT … FOR UPDATE`, its round trip included. *Claim wait*: from the first claim attempt to the accepted claim \
         (round trips and parked time included). *Met busy*: transitions whose claim lost its CAS at least once.""",

@@ -2,14 +2,18 @@ package dev.onceguard.it.guard;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.config.RouteConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
 import dev.onceguard.proxy.extract.Extraction;
 import dev.onceguard.proxy.guard.ClaimResult;
 import dev.onceguard.proxy.guard.Guard;
 import dev.onceguard.proxy.store.Claim;
+import dev.onceguard.proxy.store.ClaimOutcome;
 import dev.onceguard.proxy.store.Db;
+import dev.onceguard.proxy.store.GuardStore;
 import dev.onceguard.proxy.store.IdempotencyCache;
+import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.store.MysqlGuardStore;
 import dev.onceguard.proxy.store.Source;
 import dev.onceguard.v1.Disposition;
@@ -714,6 +718,44 @@ class GuardIT {
     assertThat(g.confirm(fx.route("orders"), third).toCompletableFuture().join()).isTrue();
     assertThat(entityState(id)).isEqualTo("shipped");
     assertThat(ledgerRows("orders", e.dedupKey())).isEqualTo(1);
+  }
+
+  /**
+   * A lost CAS reads the entity and the ledger row of the claim's own key in one statement (what
+   * lets a same-key copy that lost the entity to its original be answered by the ledger). Driven on
+   * the store: no row under the key, then a REJECTED one claimed again on a cancelled entity.
+   */
+  @Test
+  void lostCas_readsTheEntityAndTheKeysOwnLedgerRowTogether() {
+    Guard g = fx.guard(uniq("g"), null);
+    String id = orderIn(g, "to_ship");
+    String ship = order(id, "ship", "W1", "m-ship");
+    ExtractedEvent e = fx.event("orders", ship);
+    EventConfig shipEvent = fx.config.machines().get("order").events().get("ship");
+    GuardStore.ClaimCommand cmd = new GuardStore.ClaimCommand("orders", "order", shipEvent, e, src(), "cas-lost-owner",
+        System.currentTimeMillis(), 30_000L);
+    Claim c = ((ClaimResult.Accepted) claim(g, "orders", ship, src())).claim();
+    assertThat(g.abort(c).toCompletableFuture().join()).isTrue();
+    assertThat(apply(g, "orders", order(id, "cancel")).getDisposition()).isEqualTo(Disposition.ACCEPTED);
+    LedgerRow rejected = fx.store.ledgerRow("orders", e.dedupKey()).toCompletableFuture().join();
+    assertThat(rejected.rejected()).isTrue();
+
+    ClaimOutcome again = fx.store.takeOver(cmd, rejected, false).toCompletableFuture().join();
+
+    assertThat(again).isInstanceOfSatisfying(ClaimOutcome.CasLost.class, lost -> {
+      assertThat(lost.entity().state()).isEqualTo("cancelled");
+      assertThat(lost.keyRow()).as("the key's own row, read with the entity").isNotNull();
+      assertThat(lost.keyRow().dedupKey()).isEqualTo(e.dedupKey());
+      assertThat(lost.keyRow().status()).as("the claim of it again was rolled back").isEqualTo("REJECTED");
+    });
+    String other = order(id, "deliver", "W1", "m-other");
+    GuardStore.ClaimCommand noRow = new GuardStore.ClaimCommand("orders", "order", fx.config.machines().get("order").events().get("deliver"),
+        fx.event("orders", other), src(), "cas-lost-owner", System.currentTimeMillis(), 30_000L);
+    assertThat(fx.store.claim(noRow).toCompletableFuture().join()).isInstanceOfSatisfying(ClaimOutcome.CasLost.class, lost -> {
+      assertThat(lost.entity().state()).isEqualTo("cancelled");
+      assertThat(lost.keyRow()).as("nothing under the key: its INSERT was rolled back").isNull();
+    });
+    assertThat(ledgerRows("orders", fx.event("orders", other).dedupKey())).isZero();
   }
 
   @Test

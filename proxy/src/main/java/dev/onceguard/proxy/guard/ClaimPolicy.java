@@ -132,8 +132,19 @@ final class ClaimPolicy {
     return new TakeOver(row, false);
   }
 
-  /** The entity's CAS was lost; {@code entity} is its row read afterwards ({@code null}: none). */
-  static Decision onCasLost(Attempt a, EntityRow entity) {
+  /**
+   * The entity's CAS was lost; {@code entity} is its row read afterwards ({@code null}: none),
+   * {@code keyRow} the ledger row of the attempt's own dedup key read with it ({@code null}: none).
+   * A PENDING or DONE row there was written by another record after this claim's row was rolled
+   * back: the key is held, so the ledger decides (LEDGER_HIT, IN_FLIGHT, KEY_COLLISION, a
+   * takeover), exactly as if the INSERT had been refused. The machine would see the same copy as a
+   * transition applied by other content or pending, and call it ALREADY_APPLIED or make it wait.
+   * A REJECTED row holds no fact: the entity decides.
+   */
+  static Decision onCasLost(Attempt a, EntityRow entity, LedgerRow keyRow) {
+    if (keyRow != null && !keyRow.rejected()) {
+      return onLedgerConflict(a, keyRow);
+    }
     if (entity == null && a.event().creating()) {
       return new Again("the entity was deleted (creation aborted) between the claim and the read");
     }

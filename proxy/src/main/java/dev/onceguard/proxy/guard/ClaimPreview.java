@@ -125,7 +125,7 @@ public final class ClaimPreview {
     if (casWins) {
       return apply(redelivery, row);
     }
-    ClaimPolicy.Decision d = ClaimPolicy.onCasLost(a, entity);
+    ClaimPolicy.Decision d = ClaimPolicy.onCasLost(a, entity, null); // the key's row decided above
     if (d instanceof ClaimPolicy.Done done) {
       return of(done.result());
     }

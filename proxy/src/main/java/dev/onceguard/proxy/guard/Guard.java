@@ -188,7 +188,7 @@ public final class Guard implements AutoCloseable {
     if (o instanceof ClaimOutcome.LedgerConflict lc) {
       d = ClaimPolicy.onLedgerConflict(a, lc.row());
     } else if (o instanceof ClaimOutcome.CasLost cl) {
-      d = ClaimPolicy.onCasLost(a, cl.entity());
+      d = ClaimPolicy.onCasLost(a, cl.entity(), cl.keyRow());
     } else {
       d = new ClaimPolicy.Again(((ClaimOutcome.Retry) o).why());
     }

@@ -131,10 +131,15 @@ public final class StateMachine {
     // target. Mere reachability is not enough: "cancelled" is reachable from "to_ship", yet an
     // order cancelled straight from "paid" never was to_ship, and a late "prepare" for it needs a
     // human, not a silent ignore.
+    if (event.from().contains(current)) {
+      // free and in a from-state: what the CAS lost to has ended (committed, or aborted and put
+      // back), and the CAS can apply now. On a self-loop the target is the current state too, so
+      // "applied" would also hold; the state cannot tell this record from the next occurrence of
+      // the event there, the ledger does (by key), so the claim is tried again
+      return Classification.EARLY_ARRIVAL;
+    }
     boolean applied = alwaysPassesThrough(current, event.to());
-    // Zero steps count too: the CAS may have lost to a transition that was then aborted, putting
-    // the entity back into a from-state by the time we read it; a retry can now apply the event.
-    boolean fromAhead = event.from().contains(current) || event.from().stream().anyMatch(f -> reachable(current, f));
+    boolean fromAhead = event.from().stream().anyMatch(f -> reachable(current, f));
     if (applied && fromAhead) {
       // on a cycle both hold and the record cannot be placed: a human decides
       return Classification.ILLEGAL;

@@ -30,9 +30,19 @@ public sealed interface ClaimOutcome {
 
   /**
    * The ledger row was free (or reclaimable) but the entity's CAS did not apply; the transaction
-   * was rolled back. {@code entity} is the entity as read right after, {@code null} if it has no row.
+   * was rolled back. Both rows are read right after, in one statement (one consistent read).
+   *
+   * @param entity the entity, {@code null} if it has no row
+   * @param keyRow the ledger row of the claim's own (route, dedup key), {@code null} if none: a row
+   *     here was written by another record after this claim's was rolled back (a same-key copy on
+   *     another partition that won the entity first), and it decides as a refused INSERT would
    */
-  record CasLost(EntityRow entity) implements ClaimOutcome {}
+  record CasLost(EntityRow entity, LedgerRow keyRow) implements ClaimOutcome {
+    /** A lost CAS with no ledger row under the claim's key. */
+    public CasLost(EntityRow entity) {
+      this(entity, null);
+    }
+  }
 
   /** The facts went stale before they could be read (a row vanished, a takeover lost): claim again. */
   record Retry(String why) implements ClaimOutcome {}

@@ -225,7 +225,7 @@ public final class MysqlGuardStore implements GuardStore {
         InGroup o = found.get(i);
         out.add(o instanceof Done d ? d.outcome()
             : o == Refused.BY_LEDGER ? readLedgerRow(c, cmd.route(), cmd.extracted().dedupKey())
-            : readEntity(c, cmd.machine(), cmd.extracted().entityId()));
+            : readCasLost(c, cmd));
       }
       return out;
     }));
@@ -446,7 +446,7 @@ public final class MysqlGuardStore implements GuardStore {
     } catch (LedgerConflict x) {
       return readLedgerRow(c, cmd.route(), e.dedupKey());
     } catch (EntityConflict x) {
-      return readEntity(c, cmd.machine(), e.entityId());
+      return readCasLost(c, cmd);
     }
   }
 
@@ -532,8 +532,23 @@ public final class MysqlGuardStore implements GuardStore {
     return rows.isEmpty() ? null : rows.get(0);
   }
 
-  private ClaimOutcome readEntity(Connection c, String machine, String entityId) throws SQLException {
-    return new ClaimOutcome.CasLost(entityOrNull(c, machine, entityId));
+  /**
+   * After a lost CAS, the entity and the ledger row of the claim's own key, in one statement: read
+   * separately, a same-key copy that claimed and confirmed the key between the two reads would show
+   * the entity past the transition with no row to say it was this key's (answered ALREADY_APPLIED,
+   * as a re-send under another key, instead of by the ledger).
+   */
+  private ClaimOutcome readCasLost(Connection c, ClaimCommand cmd) throws SQLException {
+    List<ClaimOutcome.CasLost> rows = Db.query(c,
+        "SELECT " + LEDGER_ROW_COLUMNS + ", e.state, e.version, e.pending_key, " + NOW_MS + " - e.pending_until"
+            + " FROM (SELECT 1) one"
+            + " LEFT JOIN " + entity + " e ON e.machine = ? AND e.entity_id = ?"
+            + " LEFT JOIN " + ledger + " l ON l.route = ? AND l.dedup_key = ?"
+            + " LEFT JOIN " + owners + " o ON o.owner = l.owner",
+        r -> new ClaimOutcome.CasLost(r.getString(18) == null ? null : new EntityRow(r.getString(18), r.getLong(19), r.getString(20),
+            Db.longOrNull(r, 21)), r.getString(1) == null ? null : ledgerRow(r)),
+        cmd.machine(), cmd.extracted().entityId(), cmd.route(), cmd.extracted().dedupKey());
+    return rows.get(0);
   }
 
   private EntityRow entityOrNull(Connection c, String machine, String entityId) throws SQLException {

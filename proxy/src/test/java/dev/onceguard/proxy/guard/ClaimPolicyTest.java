@@ -315,7 +315,7 @@ class ClaimPolicyTest {
 
   @Test
   void onCasLost_creatingEventWithoutEntity_claimsAgain() {
-    Decision d = ClaimPolicy.onCasLost(attempt("create"), null);
+    Decision d = ClaimPolicy.onCasLost(attempt("create"), null, null);
 
     assertThat(d).isInstanceOf(ClaimPolicy.Again.class);
     assertThat(((ClaimPolicy.Again) d).why()).contains("deleted");
@@ -323,7 +323,7 @@ class ClaimPolicyTest {
 
   @Test
   void onCasLost_nonCreatingEventWithoutEntity_waitsEarlyArrival() {
-    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), null));
+    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), null, null));
 
     assertThat(w.kind()).isEqualTo(Kind.EARLY_ARRIVAL);
     assertThat(w.retryAtMillis()).isEqualTo(NOW + EARLY_RETRY);
@@ -336,14 +336,14 @@ class ClaimPolicyTest {
   void onCasLost_busyWithExpiredPending_releasesTheExpiredClaim() {
     EntityRow e = new EntityRow("to_ship", 3, "key-0", 1_200L);
 
-    assertThat(ClaimPolicy.onCasLost(attempt("ship"), e)).isEqualTo(new ReleaseExpired(e));
+    assertThat(ClaimPolicy.onCasLost(attempt("ship"), e, null)).isEqualTo(new ReleaseExpired(e));
   }
 
   @Test
   void onCasLost_busyWithLivePending_waitsEntityBusy() {
     EntityRow e = new EntityRow("to_ship", 3, "key-0", -5_000L);
 
-    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), e));
+    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), e, null));
 
     assertThat(w.kind()).isEqualTo(Kind.ENTITY_BUSY);
     assertThat(w.retryAtMillis()).isEqualTo(NOW + EARLY_RETRY);
@@ -357,14 +357,14 @@ class ClaimPolicyTest {
   void onCasLost_targetAlreadyPassed_comparesAppliedRows() {
     EntityRow e = new EntityRow("delivered", 5, null, null);
 
-    assertThat(ClaimPolicy.onCasLost(attempt("ship"), e)).isEqualTo(new CompareApplied(e));
+    assertThat(ClaimPolicy.onCasLost(attempt("ship"), e, null)).isEqualTo(new CompareApplied(e));
   }
 
   @Test
   void onCasLost_fromStateStillAhead_waitsEarlyArrival() {
     EntityRow e = new EntityRow("paid", 2, null, null);
 
-    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), e));
+    ClaimResult.Wait w = waited(ClaimPolicy.onCasLost(attempt("ship"), e, null));
 
     assertThat(w.kind()).isEqualTo(Kind.EARLY_ARRIVAL);
     assertThat(w.retryAtMillis()).isEqualTo(NOW + EARLY_RETRY);
@@ -381,7 +381,7 @@ class ClaimPolicyTest {
   void onCasLost_transitionFromUnrelatedBranch_escalatesIllegalTransition() {
     EntityRow e = new EntityRow("cancelled", 3, null, null);
 
-    Verdict v = rejected(ClaimPolicy.onCasLost(attempt("prepare"), e));
+    Verdict v = rejected(ClaimPolicy.onCasLost(attempt("prepare"), e, null));
 
     assertThat(v.getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
     assertThat(v.getLayer()).isEqualTo(Layer.STATE_MACHINE);
@@ -391,6 +391,50 @@ class ClaimPolicyTest {
     assertThat(v.getExpectedFromStatesList()).containsExactly("paid");
   }
 
+  // a same-key copy on another partition: its INSERT went through, its CAS was lost to the
+  // original's claim, and the original's row under the same key is what the read after it finds
+
+  @Test
+  void onCasLost_keyConfirmedByAnotherRecord_ledgerHitNotTheMachine() {
+    EntityRow e = new EntityRow("shipped", 4, null, null);
+    LedgerRow key = row("DONE", FP, OTHER, new Source("orders", 1, 7L), null, null);
+
+    Verdict v = rejected(ClaimPolicy.onCasLost(attempt("ship"), e, key));
+
+    assertThat(v.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(v.getLayer()).isEqualTo(Layer.LEDGER);
+    assertThat(v.getReason()).isEqualTo(Reason.LEDGER_HIT);
+  }
+
+  @Test
+  void onCasLost_keyClaimedLiveByAnotherRecord_inFlightNotEntityBusy() {
+    EntityRow e = new EntityRow("shipped", 4, "key-1", -5_000L);
+    LedgerRow key = pending(OTHER, new Source("orders", 1, 7L), 5_000L, 3_000L);
+
+    Verdict v = rejected(ClaimPolicy.onCasLost(attempt("ship"), e, key));
+
+    assertThat(v.getDisposition()).isEqualTo(Disposition.DUPLICATE_IGNORE);
+    assertThat(v.getReason()).isEqualTo(Reason.IN_FLIGHT);
+  }
+
+  @Test
+  void onCasLost_keyHeldWithOtherContent_keyCollision() {
+    EntityRow e = new EntityRow("shipped", 4, null, null);
+    LedgerRow key = row("DONE", "fp-other", OTHER, new Source("orders", 1, 7L), null, null);
+
+    Verdict v = rejected(ClaimPolicy.onCasLost(attempt("ship"), e, key));
+
+    assertThat(v.getDisposition()).isEqualTo(Disposition.ILLEGAL_TRANSITION_ESCALATE);
+    assertThat(v.getReason()).isEqualTo(Reason.KEY_COLLISION);
+  }
+
+  @Test
+  void onCasLost_keyRowRejected_theMachineDecides() {
+    EntityRow e = new EntityRow("delivered", 5, null, null);
+    LedgerRow key = row("REJECTED", FP, OTHER, new Source("orders", 1, 7L), null, null);
+
+    assertThat(ClaimPolicy.onCasLost(attempt("ship"), e, key)).isEqualTo(new CompareApplied(e));
+  }
   @Test
   void classify_busyWithExpiredPendingNobodyReleased_waitsEntityBusyAndSaysSo() {
     // what the guard asks once releasing the expired claim did nothing (it is not an API claim)

@@ -187,6 +187,21 @@ class StateMachineTest {
   }
 
   @Test
+  void classify_selfLoopWithTheEntityFreeInItsFromState_triesAgain() {
+    // open -> open ("comment"): a CAS lost to another comment that has committed since finds the
+    // entity free in the from-state; the CAS applies on the retry, and the ledger alone tells a
+    // re-send of this comment from the next one
+    StateMachine thread = machine("thread", List.of("open", "closed"), Set.of("closed"),
+        event("start", "open"), event("comment", "open", "open"), event("close", "closed", "open"));
+    assertThat(thread.alwaysPassesThrough("open", "open")).isTrue();
+
+    assertThat(classify(thread, "comment", "open")).isEqualTo(EARLY_ARRIVAL);
+    // closed: every path to it went through open, so a comment there is compared with the applied
+    // rows by content (a re-send is ignored, another comment escalated), as on any machine
+    assertThat(classify(thread, "comment", "closed")).isEqualTo(ALREADY_APPLIED);
+  }
+
+  @Test
   void classify_cycleMachineOutsideTheAmbiguity_stillClassifies() {
     assertThat(classify(TICKET, "approve", "open")).isEqualTo(EARLY_ARRIVAL);
     assertThat(classify(TICKET, "submit", "closed")).isEqualTo(ALREADY_APPLIED);
