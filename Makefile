@@ -180,10 +180,11 @@ soak:
 # failover under load (RedisFailoverIT with ANSWERS_FAILOVER_FACTS facts per phase), the TTL
 # distribution (TtlAnswerTest), the sidecar on Kafka 3.5 brokers (Kafka35IT), a plain
 # at-least-once consumer against the sidecar through five faults (UpstreamOnly, ANSWERS_Q5_ARGS:
-# 5,000 records per fault, counts reported per 10,000) and FOR UPDATE against OnceGuard's claim
-# with 4 instance processes (ContentionBench, ANSWERS_Q3_ARGS); each writes its table into
-# integration-tests/target/answers/, then scripts/answers.sh writes the page (date, commit, machine
-# load, command). Stack down always runs.
+# 5,000 records per fault, counts reported per 10,000), 1 and 4 sidecar processes on three Kafka
+# 3.5 brokers at 0, 2 and 10 ms of added RTT to MySQL and Kafka (ScaleAnswer, about 4 min) and FOR
+# UPDATE against OnceGuard's claim with 4 instance processes (ContentionBench, ANSWERS_Q3_ARGS);
+# each writes its table into integration-tests/target/answers/, then scripts/answers.sh writes the
+# page (date, commit, machine load, command). Stack down always runs.
 ANSWERS_FAILOVER_FACTS ?= 400
 ANSWERS_Q3_ARGS ?=
 ANSWERS_Q5_ARGS ?= -Dq5.records=5000
@@ -194,11 +195,12 @@ answers:
 	"$(STACK)" up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
 	  ( set -a; . "$(ENV)"; set +a; $(MVN) -B verify -pl integration-tests,bench -am \
-	    -Dtest=TtlAnswerTest -Dit.test=RedisFailoverIT,Kafka35IT,UpstreamOnly,LayerAblation \
+	    -Dtest=TtlAnswerTest -Dit.test=RedisFailoverIT,Kafka35IT,UpstreamOnly,ScaleAnswer,LayerAblation \
 	    -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
 	    -Dfailover.facts=$(ANSWERS_FAILOVER_FACTS) -Dfailover.out=target/answers/q2-failover.md \
 	    -Danswers.ttl-out=target/answers/q2-ttl.md -Danswers.kafka35-out=target/answers/kafka35.md \
-	    -Danswers.q5-out=target/answers/q5.md $(ANSWERS_Q5_ARGS) -Danswers.q1-out=target/answers/q1.md ) || rc=$$?; \
+	    -Danswers.q5-out=target/answers/q5.md $(ANSWERS_Q5_ARGS) -Danswers.scale-out=target/answers/scale.md \
+	    -Danswers.q1-out=target/answers/q1.md ) || rc=$$?; \
 	  ( set -a; . "$(ENV)"; set +a; java -cp "$(BENCH_JAR)" dev.onceguard.bench.contention.ContentionBench \
 	    --out integration-tests/target/answers/q3.md $(ANSWERS_Q3_ARGS) ) || rc=$$?; \
 	  scripts/answers.sh "make answers" "$$load" || rc=$$?; \

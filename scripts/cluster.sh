@@ -16,6 +16,11 @@
 #   scripts/cluster.sh resume NODE                  SIGCONT a paused node
 #
 # Kafka: replication factor 3, min.insync.replicas=2, every broker also a controller (quorum of 3).
+# Each broker also has a RELAYED listener advertised at another port, where nothing listens until
+# a test starts a relay there (a delaying TCP proxy to the listener, for added RTT): a client
+# bootstrapped at ONCEGUARD_CLUSTER_KAFKA_RELAY_BOOTSTRAP reaches every broker through its relay,
+# one bootstrapped at ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP directly. ONCEGUARD_CLUSTER_KAFKA_RELAYED
+# lists the listeners the relays forward to (broker i's relay to the i-th).
 # The brokers are Kafka 4.4 (scripts/kafka/pom.xml); ONCEGUARD_CLUSTER_KAFKA=3.5 at the first `up`
 # makes them Kafka 3.5.2 (scripts/kafka/3.5/pom.xml, jars in .stack/kafka-3.5), kept until `down`.
 # Galera: multi-primary, rsync SST; `start galera-N` joins the running nodes (IST), or bootstraps
@@ -154,9 +159,9 @@ kafka_node_config() { # index
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(port "kafka_${i}_broker"),CONTROLLER://127.0.0.1:$(port "kafka_${i}_controller")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(port "kafka_${i}_broker")
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=PLAINTEXT://127.0.0.1:$(port "kafka_${i}_broker"),CONTROLLER://127.0.0.1:$(port "kafka_${i}_controller"),RELAYED://127.0.0.1:$(port "kafka_${i}_relayed")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(port "kafka_${i}_broker"),RELAYED://127.0.0.1:$(port "kafka_${i}_relay")
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RELAYED:PLAINTEXT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$d/data
@@ -207,7 +212,7 @@ kafka_cluster_up() {
   local i cid
   if [[ -z $(port kafka_1_broker) ]]; then
     echo "kafka_release=$(kafka_release)" >>"$PORTS_FILE"
-    assign_ports kafka 0 broker controller
+    assign_ports kafka 0 broker controller relayed relay
     cid="$("${STACKUTIL[@]}" cluster-id)" || die "could not generate a cluster id"
     for i in "${NODES[@]}"; do
       kafka_node_config "$i"
@@ -511,6 +516,10 @@ write_cluster_env() {
       env_line ONCEGUARD_CLUSTER_KAFKA_BOOTSTRAP "$(kafka_bootstrap)"
       env_line KAFKA_LIB "$KAFKA_LIB"
       env_line ONCEGUARD_CLUSTER_KAFKA_RELEASE "$(kafka_release)"
+      if [[ -n $(port kafka_1_relay) ]]; then
+        env_line ONCEGUARD_CLUSTER_KAFKA_RELAY_BOOTSTRAP "$(addresses "" kafka relay)"
+        env_line ONCEGUARD_CLUSTER_KAFKA_RELAYED "$(addresses "" kafka relayed)"
+      fi
     fi
     if [[ -n $(port galera_1_port) ]]; then
       env_line ONCEGUARD_CLUSTER_MYSQL_HOST 127.0.0.1

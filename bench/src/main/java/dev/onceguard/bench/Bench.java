@@ -54,10 +54,12 @@ public final class Bench {
    *     run, named {@code <scenario>-<run>.jfr}; null for none
    * @param pacedRate the paced runs' rate; 0: half the median {@code guard_machine} rate (the
    *     only choice of a full run: with {@code --only}, paced runs happen only at a given rate)
+   * @param trace whether the paced runs at 100 rec/s (every paced run with {@code --only}) follow each
+   *     record's steps ({@link dev.onceguard.proxy.trace.RecordTimeline}) and report where the time goes
    */
   record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
       String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args, java.util.Set<Scenario> only, Path jfr,
-      int pacedRate) {
+      int pacedRate, boolean trace) {
     static Options parse(String[] args) {
       int records = 10_000;
       int repeats = 3;
@@ -74,9 +76,15 @@ public final class Bench {
       java.util.Set<Scenario> only = java.util.EnumSet.noneOf(Scenario.class);
       Path jfr = null;
       int pacedRate = 0;
+      boolean trace = false;
       List<String> shown = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
+        if (a.equals("--trace")) {
+          trace = true;
+          shown.add(a);
+          continue;
+        }
         if (i + 1 >= args.length) {
           throw new IllegalArgumentException(a + ": needs a value");
         }
@@ -102,14 +110,15 @@ public final class Bench {
           case "--jfr" -> jfr = Path.of(v);
           case "--paced-rate" -> pacedRate = positive(a, v);
           default -> throw new IllegalArgumentException("unknown option " + a + " (known: --records, --repeats, --partitions,"
-              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr, --paced-rate)");
+              + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr, --paced-rate,"
+              + " --trace)");
         }
         if (!a.equals("--command") && !a.equals("--label")) {
           shown.add(a + " " + v);
         }
       }
       return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown, only, jfr,
-          pacedRate);
+          pacedRate, trace);
     }
 
     boolean runs(Scenario s) {
@@ -152,8 +161,11 @@ public final class Bench {
     SidecarRss.Result rss = null;
     List<ScaleCell> scale = new ArrayList<>();
     int rate;
+    Timelines timelines = o.trace()
+        ? new Timelines(o.only().isEmpty() ? LOW_PACED_RATE : o.pacedRate(), cpu.dbPid(), o.out().toAbsolutePath().resolveSibling("timelines"))
+        : null;
     try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
-      Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes());
+      Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes(), timelines);
       // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, lettuce, JDBC) before the first measured run
       List<Scenario> warm = o.only().isEmpty() ? List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)
           : o.only().stream().map(s -> s.machine() ? Scenario.GUARD_MACHINE : s).distinct().toList();
@@ -198,7 +210,17 @@ public final class Bench {
             }
           }
         }
-        System.out.println("\n--only: a partial run, no RSS, nothing written");
+        if (timelines != null && !timelines.isEmpty()) {
+          System.out.println("\nwhere the time goes (record timelines, runs pooled)\n\n" + timelines.markdown());
+          Path file = o.out().resolveSibling("timeline.json");
+          Files.createDirectories(file.toAbsolutePath().getParent());
+          Results.writeTimeline(file, timelines.json());
+          Path md = o.out().resolveSibling("timeline.md");
+          Files.writeString(md, timelines.markdown());
+          System.out.println("--only: a partial run, no RSS; wrote " + file + ", " + md + " and " + file.resolveSibling("timelines") + " only");
+        } else {
+          System.out.println("\n--only: a partial run, no RSS, nothing written");
+        }
         return;
       }
       rate = (int) Math.max(1, Math.round(median(throughput.get(Scenario.GUARD_MACHINE).stream().mapToDouble(Stats::throughput)) / 2));
@@ -251,6 +273,9 @@ public final class Bench {
       }
     }
     Results results = Results.of(info, throughput, paced, rate, rss, o.seedJson(), scale, new Results.Paced(LOW_PACED_RATE, pacedLow));
+    if (timelines != null && !timelines.isEmpty()) {
+      results.timeline(timelines.json(), timelines.markdown());
+    }
     results.print();
     results.writeJson(o.out());
     Path copy = o.docs().resolve("benchmarks").resolve("results-" + o.label() + ".json");
@@ -347,7 +372,7 @@ public final class Bench {
   record ScaleCell(int instances, double rttMs, double recPerS, double p50Ms, double p99Ms) {}
 
   /** Runs one scenario against the shared broker, business and services. */
-  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu, StepTimes steps) {
+  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu, StepTimes steps, Timelines timelines) {
 
     /** {@link #throughput}, recorded by JFR when {@code --jfr} asks for it. */
     Stats measured(Scenario s, int rep, String database, Workload w, int records) throws Exception {
@@ -404,6 +429,9 @@ public final class Bench {
       String db = s.ownDatabase() ? newDatabaseName() : null;
       boolean guardedInProcess = s == Scenario.GUARD_MACHINE || s == Scenario.GUARD_NO_MACHINE;
       Completions atBusiness = guardedInProcess ? new Completions(cpu) : null;
+      // in this process only: the packaged sidecar's records are not followed
+      boolean traced = timelines != null && timelines.rate == rate && s != Scenario.GUARD_MACHINE_PROCESS && s.sidecar();
+      Scenario tracedOk = null;
       try (AutoCloseable consumer = start(s, topic, db, done)) {
         done.await(warmup, Duration.ofMinutes(3));
         int n = rate * o.pacedSeconds();
@@ -413,10 +441,17 @@ public final class Bench {
           business.onReceive(topic, atBusiness);
           steps.arm();
         }
+        if (traced) {
+          timelines.start();
+        }
         kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
+        tracedOk = s;
         return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm()) : done.stats();
       } finally {
+        if (traced) {
+          timelines.stop(tracedOk, rate * o.pacedSeconds());
+        }
         if (db != null) {
           env.dropDatabase(db);
         }

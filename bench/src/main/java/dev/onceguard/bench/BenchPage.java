@@ -124,6 +124,12 @@ final class BenchPage {
       }
       md.append("\n");
     }
+    if (r.timelineMarkdown != null) {
+      md.append("Where the time goes, record by record (`--trace`): each record's steps and thread hand-offs timed at the paced"
+          + " rate, the records at or above the p99 age against the median ones (ages 45–55%). A segment runs from the previous"
+          + " step boundary the record passed to its own; run-queue wait is the thread's time runnable but off a CPU inside a"
+          + " segment that began and ended on one thread.\n\n").append(r.timelineMarkdown).append("\n");
+    }
     md.append(image(throughputChart(), "Throughput relative to baseline"));
     md.append(image(cpuChart(), "CPU per record, JVM and MariaDB"));
     md.append(ageAgainstBaseline());

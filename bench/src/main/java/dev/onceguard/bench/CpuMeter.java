@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
  * hundred ticks to be read to a few per cent). The server is found only when MySQL is on this
  * machine; otherwise {@link Sample#dbTicks()} is -1. Thread-safe; a sample reads two small files.
  */
-final class CpuMeter {
+public final class CpuMeter {
   private static final Set<String> LOCAL_HOSTS = Set.of("127.0.0.1", "localhost", "::1");
   private final Path self = Path.of("/proc/self/stat");
   private final Path db;
@@ -64,6 +64,12 @@ final class CpuMeter {
       return null;
     }
     return (to.dbTicks() - from.dbTicks()) * msPerTick / records;
+  }
+
+  /** CPU time (utime + stime) that process {@code pid} used so far, in milliseconds; -1 if it is gone. */
+  public static double cpuMsOf(long pid) {
+    long t = ticks(Path.of("/proc/" + pid + "/stat"));
+    return t < 0 ? -1 : t * 1000.0 / clockTicksPerSecond();
   }
 
   private static long ticks(Path stat) {

@@ -19,8 +19,8 @@ import java.util.function.Function;
  * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
  * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}, plus
- * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}; values that were not
- * measured are null.
+ * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}, and with {@code --trace}
+ * {@code "timeline"} ({@link Timelines#json}); values that were not measured are null.
  */
 final class Results {
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -60,6 +60,20 @@ final class Results {
   final boolean seedPresent;
   final List<Bench.ScaleCell> scale;
   final Paced low;
+  /** The traced runs' breakdown ({@code --trace}): as JSON, and as Markdown for the page; null when not traced. */
+  Map<String, Object> timeline;
+  String timelineMarkdown;
+
+  /** Sets the traced runs' breakdown ({@link Timelines}). */
+  void timeline(Map<String, Object> json, String markdown) {
+    this.timeline = json;
+    this.timelineMarkdown = markdown;
+  }
+
+  /** A partial run's breakdown alone, as {@code {"timeline": ...}}. */
+  static void writeTimeline(Path path, Map<String, Object> timeline) throws IOException {
+    JSON.writeValue(path.toFile(), Map.of("timeline", timeline));
+  }
 
   /** The paced runs at one fixed rate, per scenario. */
   record Paced(int rate, Map<Scenario, List<Stats>> runs) {
@@ -174,6 +188,9 @@ final class Results {
     lowNode.put("scenarios", lowScenarios);
     root.put("paced_low", lowNode);
     root.put("age_vs_baseline", ageVsBaseline());
+    if (timeline != null) {
+      root.put("timeline", timeline);
+    }
     Path parent = path.toAbsolutePath().getParent();
     Files.createDirectories(parent);
     JSON.writeValue(path.toFile(), root);

@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * Fallback when no network namespace or no netem can be had (not root, or a kernel without
@@ -25,12 +26,22 @@ public final class DelayProxy implements AutoCloseable {
     private final int targetPort;
     private volatile long halfDelayNanos;
     private volatile boolean closed;
+    /** Whether {@link #setRtt} reaches the connections already open (see {@link #live}). */
+    private volatile boolean live;
 
     public DelayProxy(String targetHost, int targetPort) throws IOException {
+        this(targetHost, targetPort, 0);
+    }
+
+    /**
+     * Listening on {@code listenPort} of 127.0.0.1 (0: a free one), for a peer that announces the
+     * proxy's address to its clients, such as a Kafka broker's advertised listener.
+     */
+    public DelayProxy(String targetHost, int targetPort, int listenPort) throws IOException {
         this.targetHost = targetHost;
         this.targetPort = targetPort;
         server = new ServerSocket();
-        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), listenPort));
         Thread t = new Thread(this::accept, "seed-proxy-accept");
         t.setDaemon(true);
         t.start();
@@ -38,6 +49,17 @@ public final class DelayProxy implements AutoCloseable {
 
     public int port() {
         return server.getLocalPort();
+    }
+
+    /**
+     * Makes {@link #setRtt} apply to every chunk read from then on, on the connections already open
+     * too (a pooled client keeps its connections across RTT changes). Every connection accepted
+     * afterwards goes through the delaying queue, at an RTT of 0 as well. Without it, a connection
+     * keeps the RTT set when it was accepted, and one accepted at 0 is copied straight through.
+     */
+    public DelayProxy live() {
+        live = true;
+        return this;
     }
 
     public void setRtt(double rttMs) {
@@ -52,10 +74,12 @@ public final class DelayProxy implements AutoCloseable {
                 client.setTcpNoDelay(true);
                 db.setTcpNoDelay(true);
                 AtomicInteger open = new AtomicInteger(2);
-                // the delay only changes between RTT blocks, when no connection is open
-                long delay = halfDelayNanos;
-                pump(client, db, "up", open, delay);
-                pump(db, client, "down", open, delay);
+                // unless live, the delay only changes between RTT blocks, when no connection is open
+                long fixed = halfDelayNanos;
+                LongSupplier delay = live ? () -> halfDelayNanos : () -> fixed;
+                boolean direct = !live && fixed == 0;
+                pump(client, db, "up", open, delay, direct);
+                pump(db, client, "down", open, delay, direct);
             } catch (IOException e) {
                 if (!closed) {
                     System.err.println("[seed] proxy: " + e);
@@ -68,8 +92,8 @@ public final class DelayProxy implements AutoCloseable {
 
     private static final Chunk EOF = new Chunk(0, null);
 
-    private void pump(Socket from, Socket to, String dir, AtomicInteger open, long delay) {
-        if (delay == 0) { // no delay: one thread copies straight through, no hand-off
+    private void pump(Socket from, Socket to, String dir, AtomicInteger open, LongSupplier delay, boolean direct) {
+        if (direct) { // no delay: one thread copies straight through, no hand-off
             Thread t = new Thread(() -> {
                 byte[] buf = new byte[65536];
                 try {
@@ -97,7 +121,7 @@ public final class DelayProxy implements AutoCloseable {
                 InputStream in = from.getInputStream();
                 int n;
                 while ((n = in.read(buf)) > 0) {
-                    q.add(new Chunk(System.nanoTime() + delay, Arrays.copyOf(buf, n)));
+                    q.add(new Chunk(System.nanoTime() + delay.getAsLong(), Arrays.copyOf(buf, n)));
                 }
             } catch (IOException ignored) {
                 // closed

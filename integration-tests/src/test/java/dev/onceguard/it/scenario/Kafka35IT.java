@@ -72,7 +72,7 @@ class Kafka35IT {
   }
 
   /** The version the brokers print at start ("Kafka version: 3.5.2"), from kafka-1's server.log. */
-  private static String brokerVersion(Path clusterDir) throws Exception {
+  static String brokerVersion(Path clusterDir) throws Exception {
     try (Stream<String> lines = Files.lines(clusterDir.resolve("kafka-1").resolve("logs").resolve("server.log"))) {
       return lines.filter(l -> l.contains("Kafka version: ")).map(l -> l.replaceAll(".*Kafka version: (\\S+).*", "$1")).findFirst()
           .orElse("(no version line)");

@@ -21,12 +21,15 @@ final class PacedProducer implements AutoCloseable {
   private final AtomicInteger handedOver = new AtomicInteger();
   private final AtomicInteger acked = new AtomicInteger();
   private final AtomicReference<Exception> failure = new AtomicReference<>();
+  /** System.nanoTime() of each record's acknowledgement, 0 until then; read after {@link #finish}. */
+  private final long[] ackedAt;
   private final Thread thread;
 
   /** Starts sending {@code records} to {@code topic}, {@code perSecond} of them per second; returns at once. */
   PacedProducer(String bootstrap, String topic, List<Sent> records, int perSecond) {
     this.producer = KafkaSupport.producer(bootstrap);
     long nanosPerRecord = TimeUnit.SECONDS.toNanos(1) / perSecond;
+    this.ackedAt = new long[records.size()];
     this.thread = new Thread(() -> {
       long t0 = System.nanoTime();
       for (int i = 0; i < records.size(); i++) {
@@ -39,10 +42,12 @@ final class PacedProducer implements AutoCloseable {
             return;
           }
         }
+        int index = i;
         producer.send(records.get(i).toRecord(topic), (md, e) -> {
           if (e != null) {
             failure.compareAndSet(null, e);
           }
+          ackedAt[index] = System.nanoTime();
           acked.incrementAndGet();
         });
         handedOver.incrementAndGet();
@@ -55,6 +60,11 @@ final class PacedProducer implements AutoCloseable {
   /** Records handed to the producer so far. */
   int handedOver() {
     return handedOver.get();
+  }
+
+  /** When the brokers acknowledged the {@code i}-th record ({@link System#nanoTime()}); valid after {@link #finish}. */
+  long ackedAtNanos(int i) {
+    return ackedAt[i];
   }
 
   /** Until {@code n} records were handed to the producer. */

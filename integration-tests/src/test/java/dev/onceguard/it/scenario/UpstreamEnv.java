@@ -9,13 +9,13 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * What the Q5 experiment ({@link UpstreamOnly}) owns: one topic of facts, the guard's escalation
- * topic, a consumer group per pipeline, a MySQL database {@code og_it_<random>} and a Redis key
- * prefix. Both pipelines read the same YAML but for group, instance id and port (the plain one
+ * What the Q5 experiment ({@link UpstreamOnly}) and the scale experiment ({@link ScaleAnswer})
+ * own: one topic of facts, the guard's escalation topic, a consumer group per pipeline, a MySQL
+ * database {@code og_it_<random>} and a Redis key prefix. Both pipelines read the same YAML but for group, instance id and port (the plain one
  * ignores the guard's settings). {@link #close()} drops the database, deletes the keys and topics.
  */
 final class UpstreamEnv implements AutoCloseable {
-  final KafkaSupport kafka = new KafkaSupport();
+  final KafkaSupport kafka;
   final Mysql mysql = new Mysql();
   final String database = "og_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
   final String redisPrefix = "ogit:" + database + ":";
@@ -23,8 +23,19 @@ final class UpstreamEnv implements AutoCloseable {
   final String escalations;
   final String plainGroup;
   final String guardedGroup;
+  /** Where the instances reach Kafka and MySQL: directly, unless {@link #reachedThrough} named relays. */
+  private String sidecarBootstrap;
+  private String mysqlHost = ItEnv.mysqlHost();
+  private int mysqlPort = ItEnv.mysqlPort();
 
   UpstreamEnv(String name, int partitions) {
+    this(name, partitions, new KafkaSupport());
+  }
+
+  /** On another broker than the stack's (a cluster of scripts/cluster.sh): the env closes it. */
+  UpstreamEnv(String name, int partitions, KafkaSupport kafka) {
+    this.kafka = kafka;
+    this.sidecarBootstrap = kafka.bootstrap();
     try {
       topic = kafka.createTopic(name, partitions);
       escalations = kafka.createTopic(name + "-escalate", 1);
@@ -38,13 +49,29 @@ final class UpstreamEnv implements AutoCloseable {
   }
 
   /**
+   * Makes the instances' YAML name these addresses for Kafka and MySQL (delaying proxies, say);
+   * the test's own clients keep reaching both directly.
+   */
+  UpstreamEnv reachedThrough(String kafkaBootstrap, String mysqlHost, int mysqlPort) {
+    this.sidecarBootstrap = kafkaBootstrap;
+    this.mysqlHost = mysqlHost;
+    this.mysqlPort = mysqlPort;
+    return this;
+  }
+
+  String yaml(String group, String instanceId, int grpcPort, String target) {
+    return yaml(group, instanceId, grpcPort, target, "");
+  }
+
+  /**
    * One instance's YAML: commits every 200 ms; a dead member leaves the group after a 6 s session
    * timeout; route {@code facts}: machine {@code line}, business key order, sku, warehouse, batch,
-   * fingerprint without message id and sent_at.
+   * fingerprint without message id and sent_at; {@code sidecarExtra} goes into the {@code sidecar}
+   * map (e.g. {@code ", admin-listen: 127.0.0.1:9401"}).
    */
-  String yaml(String group, String instanceId, int grpcPort, String target) {
+  String yaml(String group, String instanceId, int grpcPort, String target, String sidecarExtra) {
     return """
-        sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms, shutdown-timeout: 10s}
+        sidecar: {instance-id: %s, grpc-listen: 127.0.0.1:%d, commit-interval: 200ms, shutdown-timeout: 10s%s}
         kafka:
           bootstrap-servers: '%s'
           properties: {session.timeout.ms: "6000", heartbeat.interval.ms: "1000"}
@@ -62,7 +89,7 @@ final class UpstreamEnv implements AutoCloseable {
             fingerprint-exclude: [/message_id, /sent_at]
             target: %s
             escalation-topic: %s
-        """.formatted(instanceId, grpcPort, kafka.bootstrap(), ItEnv.mysqlHost(), ItEnv.mysqlPort(), ItEnv.mysqlUser(),
+        """.formatted(instanceId, grpcPort, sidecarExtra, sidecarBootstrap, mysqlHost, mysqlPort, ItEnv.mysqlUser(),
         ItEnv.mysqlPassword().replace("'", "''"), database, ItEnv.redisUri(), redisPrefix, OrderScenario.MACHINE_YAML, topic, group,
         target, escalations);
   }

@@ -286,7 +286,8 @@ class UpstreamOnly {
     return (System.nanoTime() - sinceNanos) / 1e9;
   }
 
-  private static String loadAverage() {
+  /** The 1, 5 and 15-minute load averages, as "a / b / c". */
+  static String loadAverage() {
     try {
       String[] f = Files.readString(Path.of("/proc/loadavg")).split(" ");
       return f[0] + " / " + f[1] + " / " + f[2];

@@ -14,6 +14,7 @@ import dev.onceguard.proxy.store.Source;
 import dev.onceguard.proxy.store.StoredResponse;
 import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.Scheduler;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Layer;
@@ -142,7 +143,9 @@ public final class Guard implements AutoCloseable {
 
   /** L1, then the claim. */
   public CompletionStage<ClaimResult> claim(RouteConfig route, ExtractedEvent e, Source source) {
+    RecordTimeline.mark(source.topic(), source.partition(), source.offset(), RecordTimeline.Mark.L1_START);
     return cache.seen(route.name(), e.dedupKey(), e.fingerprint()).thenCompose(hit -> {
+      RecordTimeline.mark(source.topic(), source.partition(), source.offset(), RecordTimeline.Mark.L1_END);
       if (hit != null && source.partition() >= 0 && source.toString().equals(hit.source())) {
         // this very record, confirmed before and consumed again: its outcome is ACCEPTED
         return CompletableFuture.completedFuture(new ClaimResult.Rejected(Verdicts.replayedAccept(Verdicts.base(route.name(), e),

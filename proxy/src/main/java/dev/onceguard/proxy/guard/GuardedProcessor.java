@@ -23,6 +23,7 @@ import dev.onceguard.proxy.time.Clock;
 import dev.onceguard.proxy.time.Scheduler;
 import dev.onceguard.proxy.trace.RecordLog;
 import dev.onceguard.proxy.trace.RecordSpan;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import dev.onceguard.proxy.trace.Tracing;
 import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.Disposition;
@@ -374,6 +375,11 @@ public final class GuardedProcessor implements RecordProcessor {
       }
     }
 
+    /** Stamps {@code m} on the record's timeline, if the benchmark follows it. */
+    void mark(RecordTimeline.Mark m) {
+      RecordTimeline.mark(source.topic(), source.partition(), source.offset(), m);
+    }
+
     String where() {
       return "route=" + route.name() + " " + source + (event == null ? "" : " key=" + event.dedupKey().substring(0, 12));
     }
@@ -411,6 +417,7 @@ public final class GuardedProcessor implements RecordProcessor {
       long began = System.nanoTime();
       long askedAt = clock.nowMillis();
       guard.claim(route, event, source).whenComplete(step(span, r -> r == null ? null : r.getClass().getSimpleName(), (r, e) -> {
+        mark(RecordTimeline.Mark.CLAIM_BACK);
         if (e != null) {
           if (!(unwrap(e) instanceof ContentionException)) {
             outages.failed(askedAt); // a claim that hung until it failed was in the outage too
@@ -595,6 +602,7 @@ public final class GuardedProcessor implements RecordProcessor {
           storeTrouble("verdict publish to " + route.outputs().verdictTopic(), e, () -> complete(v, forwarded));
           return;
         }
+        mark(RecordTimeline.Mark.VERDICT);
         try {
           listener.onVerdict(record, v, forwarded);
         } catch (RuntimeException le) {
@@ -682,10 +690,12 @@ public final class GuardedProcessor implements RecordProcessor {
         dispatched = true;
         Span span = trace.handle(n);
         long began = System.nanoTime();
+        mark(RecordTimeline.Mark.CALL_START);
         CompletableFuture<DispatchResult> call =
             dispatcher.dispatch(d, route.delivery().handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
-        call.whenComplete(step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
+        java.util.function.BiConsumer<DispatchResult, Throwable> answered = step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
+          mark(RecordTimeline.Mark.CALL_BACK);
           timed(VerdictListener.Step.HANDLE, began);
           if (cancel.isCancelled()) {
             abandon();
@@ -695,7 +705,11 @@ public final class GuardedProcessor implements RecordProcessor {
             res = DispatchResult.retry("dispatcher failed: " + e);
           }
           onResult(n, res);
-        }));
+        });
+        call.whenComplete((res, e) -> {
+          mark(RecordTimeline.Mark.CALL_END);
+          answered.accept(res, e);
+        });
       }
 
       void onResult(int n, DispatchResult res) {
@@ -771,6 +785,7 @@ public final class GuardedProcessor implements RecordProcessor {
         Span span = trace.step("onceguard.confirm");
         long began = System.nanoTime();
         guard.confirm(route, claim, false).whenComplete(step(span, ok -> ok == null ? null : ok ? "confirmed" : "taken over", (ok, e) -> {
+          mark(RecordTimeline.Mark.CONFIRM_BACK);
           if (e != null) {
             // never forward again for it: only the confirm is retried
             storeTrouble("confirm", e, this::confirm);

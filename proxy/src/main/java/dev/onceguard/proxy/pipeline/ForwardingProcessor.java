@@ -6,6 +6,7 @@ import dev.onceguard.proxy.dispatch.DispatchResult;
 import dev.onceguard.proxy.dispatch.Dispatcher;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.time.Scheduler;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import dev.onceguard.proxy.trace.RecordLog;
 import dev.onceguard.proxy.trace.RecordSpan;
 import dev.onceguard.v1.Delivery;
@@ -98,9 +99,13 @@ public final class ForwardingProcessor implements RecordProcessor {
           .setRedelivery(false)
           .setDeliveryId(ids.next())
           .build();
+      RecordTimeline.mark(record.topic(), record.partition(), record.offset(), RecordTimeline.Mark.CALL_START);
       CompletableFuture<DispatchResult> call = dispatcher.dispatch(d, route.delivery().handlerTimeout()).toCompletableFuture();
       follow(call);
-      call.whenComplete((res, err) -> step(() -> onResult(n, res, err)));
+      call.whenComplete((res, err) -> {
+        RecordTimeline.mark(record.topic(), record.partition(), record.offset(), RecordTimeline.Mark.CALL_END);
+        step(() -> onResult(n, res, err));
+      });
     }
 
     void onResult(int n, DispatchResult res, Throwable err) {

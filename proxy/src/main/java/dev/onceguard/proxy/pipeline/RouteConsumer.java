@@ -6,6 +6,7 @@ import dev.onceguard.proxy.config.SidecarConfig;
 import dev.onceguard.proxy.dispatch.Backoff;
 import dev.onceguard.proxy.pipeline.Cancellation.CancelledException;
 import dev.onceguard.proxy.time.Clock;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -372,6 +373,7 @@ public final class RouteConsumer implements AutoCloseable {
         String key = orderingKey(r);
         commits.taken(w.commits, r.offset());
         w.scheduler.submit(key, r.offset(), new Pending(r, key));
+        RecordTimeline.polled(r.topic(), r.partition(), r.offset(), r.timestamp());
         outstanding++;
       }
     }
@@ -426,6 +428,7 @@ public final class RouteConsumer implements AutoCloseable {
   /** Starts an attempt of a record the scheduler handed out (it already counts as running). */
   private void launch(InFlight f) {
     f.work.inFlight.put(f.record.offset(), f);
+    RecordTimeline.mark(f.record.topic(), f.record.partition(), f.record.offset(), RecordTimeline.Mark.LAUNCHED);
     try {
       CompletionStage<Void> stage = Objects.requireNonNull(processor.process(f.record, f.cancel, f), "process returned null");
       stage.whenComplete((v, e) -> post(new Completion(f, e)));

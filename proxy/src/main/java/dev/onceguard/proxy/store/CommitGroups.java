@@ -105,6 +105,11 @@ final class CommitGroups<T, R> {
     return queue.size();
   }
 
+  /** Group slots busy now. */
+  synchronized int running() {
+    return running;
+  }
+
   /** Items refused so far because {@code maxQueued} were waiting. */
   synchronized long refused() {
     return refused;

@@ -1,6 +1,7 @@
 package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -239,6 +240,7 @@ public final class Db implements AutoCloseable {
       }
       throw e;
     }
+    RecordTimeline.beforeCommit();
     exec(c, "COMMIT");
     return v;
   }

@@ -2,6 +2,7 @@ package dev.onceguard.proxy.store;
 
 import dev.onceguard.proxy.config.MachineConfig.EventConfig;
 import dev.onceguard.proxy.extract.ExtractedEvent;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import dev.onceguard.v1.Decision;
 import dev.onceguard.v1.ExplainResponse;
 import dev.onceguard.v1.Verdict;
@@ -138,7 +139,36 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<ClaimOutcome> claim(ClaimCommand cmd) {
+    if (RecordTimeline.on()) {
+      Source s = cmd.source();
+      RecordTimeline.submitted(s.topic(), s.partition(), s.offset(), RecordTimeline.Step.CLAIM, claims.queued(), claims.running());
+    }
     return claims.submit(cmd);
+  }
+
+  /**
+   * {@code work} of a group of records from {@code sources}, stamped on their timelines when
+   * they are followed ({@link RecordTimeline}): the group handed over now, and the work's start,
+   * its statements and its end on the connection thread. {@code work} itself when nothing is
+   * followed.
+   */
+  private <T> Db.Work<T> traced(RecordTimeline.Step step, List<Source> sources, Db.Work<T> work) {
+    if (sources == null || !RecordTimeline.on()) {
+      return work;
+    }
+    List<RecordTimeline.Key> keys = new ArrayList<>(sources.size());
+    for (Source s : sources) {
+      keys.add(new RecordTimeline.Key(s.topic(), s.partition(), s.offset()));
+    }
+    RecordTimeline.grouped(step, keys, db.queued());
+    return c -> {
+      RecordTimeline.working(step, keys);
+      try {
+        return work.run(c);
+      } finally {
+        RecordTimeline.worked();
+      }
+    };
   }
 
   /** A multi-row INSERT of a group was refused by a duplicate: its transaction is rolled back as a whole. */
@@ -165,11 +195,12 @@ public final class MysqlGuardStore implements GuardStore {
    * the COMMIT, on the same connection, exactly as a claim alone would be.
    */
   private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
+    List<Source> sources = RecordTimeline.on() ? group.stream().map(ClaimCommand::source).toList() : null;
     if (group.size() == 1) {
-      return db.autocommit(c -> List.of(claimTx(c, group.get(0), null)));
+      return db.autocommit(traced(RecordTimeline.Step.CLAIM, sources, c -> List.of(claimTx(c, group.get(0), null))));
     }
     boolean appendOnly = group.stream().allMatch(cmd -> cmd.machine() == null);
-    return db.autocommit(c -> {
+    return db.autocommit(traced(RecordTimeline.Step.CLAIM, sources, c -> {
       List<InGroup> found;
       if (appendOnly) {
         // no entity to change: the ledger rows' one INSERT is the whole claim, and a statement in
@@ -197,7 +228,7 @@ public final class MysqlGuardStore implements GuardStore {
             : readCasLost(c, cmd));
       }
       return out;
-    });
+    }));
   }
 
   /** A claim's result inside a group transaction: an outcome, or which row refused it (read after the COMMIT). */
@@ -661,6 +692,10 @@ public final class MysqlGuardStore implements GuardStore {
 
   @Override
   public CompletionStage<Boolean> confirm(Claim claim, long nowMillis, StoredResponse response) {
+    Source s = claim.source();
+    if (s != null && RecordTimeline.on()) {
+      RecordTimeline.submitted(s.topic(), s.partition(), s.offset(), RecordTimeline.Step.CONFIRM, confirms.queued(), confirms.running());
+    }
     return confirms.submit(new Confirm(claim, nowMillis, response))
         .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : confirmedEarlier(claim));
   }
@@ -682,7 +717,9 @@ public final class MysqlGuardStore implements GuardStore {
    * again alone); if some claim of the group was lost, they are confirmed one by one instead.
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
-    return db.autocommit(c -> {
+    List<Source> sources = RecordTimeline.on()
+        ? group.stream().map(f -> f.claim().source()).filter(java.util.Objects::nonNull).toList() : null;
+    return db.autocommit(traced(RecordTimeline.Step.CONFIRM, sources, c -> {
       // a stored response is one more column per row: those confirms (Guard API calls, off the
       // Kafka path) are written one statement each rather than widen the group's UPDATE
       if (group.size() == 1 || group.stream().anyMatch(f -> f.response() != null)) {
@@ -706,7 +743,7 @@ public final class MysqlGuardStore implements GuardStore {
         }
         return out;
       }
-    });
+    }));
   }
 
   /**

@@ -24,6 +24,7 @@ import dev.onceguard.proxy.store.GuardStore.ClaimCommand;
 import dev.onceguard.proxy.store.IdempotencyCache;
 import dev.onceguard.proxy.store.LedgerRow;
 import dev.onceguard.proxy.time.FakeTime;
+import dev.onceguard.proxy.trace.RecordTimeline;
 import dev.onceguard.v1.Delivery;
 import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Layer;
@@ -208,6 +209,42 @@ class GuardedProcessorTest {
     assertThat(f).isCompleted();
     assertThat(store.calls).containsExactly("claim", "dispatch ship", "confirm");
     assertThat(onlyVerdict().verdict().getDisposition()).isEqualTo(Disposition.ACCEPTED);
+  }
+
+  @Test
+  void process_timelineOn_stampsEachStepOfTheRecordInOrder_off_followsNothing() {
+    store.entity("o-1", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+    RecordTimeline.polled(ship.topic(), ship.partition(), ship.offset(), ship.timestamp()); // off: not followed
+    RecordTimeline.start(10, false);
+    try {
+      assertThat(process(ship)).isCompleted();
+    } finally {
+      assertThat(RecordTimeline.stop()).as("the steps stamp records the poll thread took while on only").isEmpty();
+    }
+
+    ConsumerRecord<byte[], byte[]> next = record(42, "o-2", "ship");
+    store.entity("o-2", "to_ship");
+    dispatcher.script.add(DispatchResult.ok());
+    RecordTimeline.start(10, false);
+    try {
+      RecordTimeline.polled(next.topic(), next.partition(), next.offset(), next.timestamp());
+      assertThat(process(next)).isCompleted();
+    } finally {
+      List<RecordTimeline.Trace> got = RecordTimeline.stop();
+      assertThat(got).hasSize(1);
+      RecordTimeline.Trace t = got.get(0);
+      long prev = 0;
+      for (RecordTimeline.Mark m : List.of(RecordTimeline.Mark.POLLED, RecordTimeline.Mark.L1_START, RecordTimeline.Mark.L1_END,
+          RecordTimeline.Mark.CLAIM_BACK, RecordTimeline.Mark.CALL_START, RecordTimeline.Mark.CALL_END, RecordTimeline.Mark.CALL_BACK,
+          RecordTimeline.Mark.CONFIRM_BACK, RecordTimeline.Mark.VERDICT)) {
+        assertThat(t.has(m)).as(m.name()).isTrue();
+        assertThat(t.at(m)).as(m.name()).isGreaterThanOrEqualTo(prev);
+        prev = t.at(m);
+      }
+      assertThat(t.has(RecordTimeline.Mark.CLAIM_SUBMIT)).as("the fake store has no groups").isFalse();
+      assertThat(t.repeats()).isZero();
+    }
   }
 
   @Test
