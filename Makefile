@@ -9,7 +9,8 @@
 #   make chaos       build, stack up, faults at random for CHAOS_SECONDS (ChaosIT), stack down
 #   make soak        stack up, the soak (SOAK_SECONDS, default 900), stack down (always)
 #   make failure-model  the fault model (FaultModelIT) alone, writing docs/failure-model.md again
-#   make answers     the experiments behind docs/answers.md (a Redis failover, TTLs, FOR UPDATE vs the claim, Kafka 3.5), page written again
+#   make answers     the experiments behind docs/answers.md (layer ablation, a Redis failover, TTLs, FOR UPDATE vs the claim,
+#                    upstream-only dedup, Kafka 3.5 and scale), page written again
 #   make config-doc  write docs/configuration.md again from the settings' declarations
 #   make stack-up    start the stack and keep it running (env in .stack/env)
 #   make stack-down  stop what stack-up started
@@ -179,15 +180,15 @@ soak:
 # L1 with a 7-day TTL, a narrow business key, no state machine; about 3 min), a real Redis Cluster
 # failover under load (RedisFailoverIT with ANSWERS_FAILOVER_FACTS facts per phase), the TTL
 # distribution (TtlAnswerTest), the sidecar on Kafka 3.5 brokers (Kafka35IT), a plain
-# at-least-once consumer against the sidecar through five faults (UpstreamOnly, ANSWERS_Q5_ARGS:
-# 5,000 records per fault, counts reported per 10,000), 1 and 4 sidecar processes on three Kafka
+# at-least-once consumer against the sidecar through five faults (UpstreamOnly, 10,000 records
+# per fault; ANSWERS_Q5_ARGS e.g. -Dq5.records=5000), 1 and 4 sidecar processes on three Kafka
 # 3.5 brokers at 0, 2 and 10 ms of added RTT to MySQL and Kafka (ScaleAnswer, about 4 min) and FOR
 # UPDATE against OnceGuard's claim with 4 instance processes (ContentionBench, ANSWERS_Q3_ARGS);
 # each writes its table into integration-tests/target/answers/, then scripts/answers.sh writes the
 # page (date, commit, machine load, command). Stack down always runs.
 ANSWERS_FAILOVER_FACTS ?= 400
 ANSWERS_Q3_ARGS ?=
-ANSWERS_Q5_ARGS ?= -Dq5.records=5000
+ANSWERS_Q5_ARGS ?=
 answers:
 	@start=$$(date +%s); rc=0; trap : INT TERM; \
 	cd "$(ROOT)"; load="$$(cut -d' ' -f1-3 /proc/loadavg)"; \

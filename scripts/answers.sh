@@ -11,7 +11,7 @@ OUT="$ROOT/docs/answers.md"
 command=$1 load=$2
 
 fragment() { # file
-  if [[ -s $FRAG/$1 ]]; then cat "$FRAG/$1"; else echo "_Not measured by this run: its experiment failed or did not run (no $1)._"; fi
+  if [[ -s $FRAG/$1 ]]; then sed -e '$a\' "$FRAG/$1"; else echo "_Not measured by this run: its experiment failed or did not run (no $1)._"; fi
 }
 
 # enum NAME { ... } of the proto as "| VALUE | comment |" rows (the comment lines above each value)
@@ -75,9 +75,9 @@ enum_rows() {
   echo "The re-sends that L1 does not answer reach the ledger, which ignores them as duplicates (LEDGER_HIT): the"
   echo "business receives every fact exactly once. \"L1 answers every probe\": from the kill until ten re-sends of facts"
   echo "whose keys the masters hold are all answered by L1 (the sidecar's client follows the new topology and its breaker"
-  echo "stays closed). Before and after the failover the hit rate stays under 100%: an L1 call slower than \`redis.timeout\`"
-  echo "(200 ms here) opens the breaker (\`redis.breaker-open-for\`, 1 s here) and L1 is skipped meanwhile, which a loaded"
-  echo "machine makes frequent; after it, the lost keys also miss."
+  echo "stays closed). After the failover the lost keys miss; a hit rate lower than the lost keys explain, before or after,"
+  echo "comes from L1 calls slower than \`redis.timeout\` (200 ms here), which open the breaker (\`redis.breaker-open-for\`,"
+  echo "1 s here) so that L1 is skipped meanwhile, which a loaded machine makes frequent."
   echo
   echo "### TTL"
   echo

@@ -67,7 +67,7 @@ class ScaleAnswer {
    */
   static final int RATE = Integer.getInteger("scale.rate", 250);
   static final int SECONDS = Integer.getInteger("scale.seconds", 12);
-  static final int WARM_UP_SECONDS = 6;
+  static final int WARM_UP_SECONDS = Integer.getInteger("scale.warm-up-seconds", 20);
   /** Records at the pace after each RTT change, before the window: no chunk of the last cell's RTT is still queued. */
   static final int SETTLE_SECONDS = 1;
   static final int PARTITIONS = 12;
