@@ -185,8 +185,8 @@ PY
   fragment scale.md
   echo
   echo "How to read it: claims ready at the same time share one transaction, and so do confirms (group commit), so a round"
-  echo "trip is paid per group, not per record; the round trips per record follow the group sizes the pace makes (four"
-  echo "processes each hold a quarter of the partitions and tend to make smaller groups) more than the RTT. The two passes"
+  echo "trip is paid per group, not per record, and the round trips per record depend on the group sizes, which this"
+  echo "experiment does not measure (four processes each hold a quarter of the partitions). The two passes"
   echo "run the RTTs in opposite orders, so the sentence under the table can tell a drift over time (JVMs and brokers warming"
   echo "up, the shared machine's load) from the RTT's effect. The contrast row is the stack's single 4.4 broker, without replication, reached directly. Experiment:"
   echo "\`ScaleAnswer\` (integration-tests), run by \`make answers\`."

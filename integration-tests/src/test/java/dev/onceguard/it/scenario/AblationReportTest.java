@@ -88,7 +88,8 @@ class AblationReportTest {
         onceguard_l1_misses_total{route="pay",} 9.0
         onceguard_mysql_round_trips_total 1234.0
         """;
-    assertThat(LayerAblation.sum(scrape, "onceguard_l1_hits_total")).isEqualTo(10);
-    assertThat(LayerAblation.sum(scrape, "onceguard_mysql_round_trips_total")).isEqualTo(1234);
+    assertThat(AnswerFiles.sum(scrape, "onceguard_l1_hits_total")).isEqualTo(10);
+    assertThat(AnswerFiles.sum(scrape, "onceguard_mysql_round_trips_total")).isEqualTo(1234);
+    assertThat(AnswerFiles.sum(scrape, "onceguard_absent_total")).as("a counter the scrape lacks").isEqualTo(-1);
   }
 }

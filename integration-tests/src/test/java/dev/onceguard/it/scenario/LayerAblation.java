@@ -23,8 +23,6 @@ import dev.onceguard.v1.Disposition;
 import dev.onceguard.v1.Verdict;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -81,7 +79,7 @@ class LayerAblation {
   @Test
   void layerAblation_fullConfigurationDoesNoDamage_reducedOnesShowWhatTheirLayerCatches() throws Exception {
     long t0 = System.nanoTime();
-    String loadAtStart = loadAverage();
+    String loadAtStart = AnswerFiles.loadAverage();
     // more re-sends with a new message id and copies on other partitions (concurrent across the two instances) than the defaults
     OrderScenario scenario = OrderScenario.generate(new Settings(LINES, PARTITIONS, SEED, 0.20, 0.08, 0.10, false, false));
     List<Row> rows = new ArrayList<>();
@@ -100,7 +98,7 @@ class LayerAblation {
     double seconds = (System.nanoTime() - t0) / 1e9;
     String md = AblationReport.summary(rows) + "\n\n" + AblationReport.markdown(rows) + "\n" + method(scenario, seconds, loadAtStart);
     System.out.println(md);
-    write(md);
+    AnswerFiles.write("answers.q1-out", md);
 
     Map<Problem, List<String>> fullProblems = new TreeMap<>(full.problems());
     // with the 30-day TTL the compensation re-run is answered by L1, not by the ledger the judge expects after a wipe
@@ -156,9 +154,9 @@ class LayerAblation {
     long[] n = new long[3];
     for (InProcessSidecar s : instances) {
       String scrape = s.scrape();
-      n[0] += sum(scrape, "onceguard_l1_hits_total");
-      n[1] += sum(scrape, "onceguard_l1_misses_total");
-      n[2] += sum(scrape, "onceguard_mysql_round_trips_total");
+      n[0] += Math.max(0, AnswerFiles.sum(scrape, "onceguard_l1_hits_total"));
+      n[1] += Math.max(0, AnswerFiles.sum(scrape, "onceguard_l1_misses_total"));
+      n[2] += Math.max(0, AnswerFiles.sum(scrape, "onceguard_mysql_round_trips_total"));
     }
     return n;
   }
@@ -302,16 +300,6 @@ class LayerAblation {
     return f.problems().getOrDefault(p, List.of()).size();
   }
 
-  /** The sum of a counter's samples in a Prometheus scrape, over its labels. */
-  static long sum(String scrape, String name) {
-    double total = 0;
-    Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "(\\{[^}]*\\})? ([0-9.eE+-]+)$").matcher(scrape);
-    while (m.find()) {
-      total += Double.parseDouble(m.group(2));
-    }
-    return Math.round(total);
-  }
-
   private static String method(OrderScenario scenario, double seconds, String load) {
     return String.format(Locale.ROOT, "The stream (seed %d): %,d records, %,d order lines, five routes (create, pay,"
         + " prepare, ship, deliver), %d partitions each, two sidecar instances sharing each route's consumer group (in"
@@ -338,16 +326,7 @@ class LayerAblation {
         + " as heartbeats and early-arrival retries included; start-up not). Run: one configuration, start-up"
         + " included. The experiment took %.0f s; load average %s at its start, %s at its end.", SEED, scenario.records(),
         scenario.lines().size(), PARTITIONS,
-        COMPENSATION_DAYS, DAY.toSeconds(), DAY.toSeconds() * 30, DAY.toSeconds() * 7, seconds, load, loadAverage());
-  }
-
-  private static void write(String md) throws IOException {
-    String out = System.getProperty("answers.q1-out");
-    if (out != null) {
-      Path p = Path.of(out).toAbsolutePath();
-      Files.createDirectories(p.getParent());
-      Files.writeString(p, md);
-    }
+        COMPENSATION_DAYS, DAY.toSeconds(), DAY.toSeconds() * 30, DAY.toSeconds() * 7, seconds, load, AnswerFiles.loadAverage());
   }
 
   /** Until every route group has {@code n} members that own partitions. */
@@ -361,14 +340,5 @@ class LayerAblation {
 
   private static String orEmpty(String s) {
     return s == null ? "" : s;
-  }
-
-  private static String loadAverage() {
-    try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).split(" ");
-      return f[0] + " / " + f[1] + " / " + f[2];
-    } catch (IOException e) {
-      return "unknown";
-    }
   }
 }

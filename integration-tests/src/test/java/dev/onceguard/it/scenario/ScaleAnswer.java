@@ -83,7 +83,7 @@ class ScaleAnswer {
 
   @Test
   void oneAndFourProcesses_onKafka35_atThreeRtts_deliverEveryFactOnce() throws Exception {
-    String loadAtStart = UpstreamOnly.loadAverage();
+    String loadAtStart = AnswerFiles.loadAverage();
     long t0 = System.nanoTime();
     FactStream stream = new FactStream(SEED, Instant.now());
     List<Cell> cells = new ArrayList<>();
@@ -136,14 +136,9 @@ class ScaleAnswer {
     table.sort(Comparator.comparing((Cell c) -> !c.broker().equals(broker35)).thenComparingInt(Cell::processes)
         .thenComparingInt(Cell::rttMs));
     String md = ScaleReport.markdown(table) + "\n" + ScaleReport.summary(cells, broker35) + "\n\n"
-        + setup(broker35, clusterSeconds, seconds, loadAtStart, UpstreamOnly.loadAverage()) + "\n";
+        + setup(broker35, clusterSeconds, seconds, loadAtStart, AnswerFiles.loadAverage()) + "\n";
     System.out.println("[scale]\n" + md);
-    String out = System.getProperty("answers.scale-out");
-    if (out != null) {
-      Path p = Path.of(out).toAbsolutePath();
-      Files.createDirectories(p.getParent());
-      Files.writeString(p, md);
-    }
+    AnswerFiles.write("answers.scale-out", md);
   }
 
   /**
@@ -306,14 +301,9 @@ class ScaleAnswer {
     for (String admin : admins) {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + admin + "/metrics"))
           .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
-      boolean found = false;
-      for (String line : r.body().split("\n")) {
-        if (line.startsWith("onceguard_mysql_round_trips_total")) {
-          sum += (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-          found = true;
-        }
-      }
-      if (!found) {
+      long n = AnswerFiles.sum(r.body(), "onceguard_mysql_round_trips_total");
+      sum += n;
+      if (n < 0) {
         throw new IllegalStateException("no onceguard_mysql_round_trips_total in " + admin + "/metrics (status " + r.statusCode() + ")");
       }
     }

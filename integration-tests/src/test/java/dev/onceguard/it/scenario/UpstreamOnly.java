@@ -11,7 +11,6 @@ import dev.onceguard.it.scenario.UpstreamReport.Row;
 import dev.onceguard.v1.Delivery;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -65,7 +64,7 @@ class UpstreamOnly {
 
   @Test
   void plainConsumerReceivesRedeliveriesAndResends_guardedSidecarReceivesNoFactTwiceUnflagged() throws Exception {
-    String loadAtStart = loadAverage();
+    String loadAtStart = AnswerFiles.loadAverage();
     long t0 = System.nanoTime();
     FactStream stream = new FactStream(SEED, Instant.now());
     List<Batch> batches = new ArrayList<>();
@@ -118,10 +117,10 @@ class UpstreamOnly {
         rows.add(new Row(c, b.records().size(), b.resends(), plainCounts.getOrDefault(c.id, Counts.NONE),
             guardedCounts.getOrDefault(c.id, Counts.NONE), faults.get(c)));
       }
-      String md = UpstreamReport.summary(rows) + "\n\n" + setup(loadAtStart, loadAverage(),
+      String md = UpstreamReport.summary(rows) + "\n\n" + setup(loadAtStart, AnswerFiles.loadAverage(),
           TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0)) + "\n\n" + UpstreamReport.markdown(rows);
       System.out.println("[q5]\n" + md);
-      write(md);
+      AnswerFiles.write("answers.q5-out", md);
 
       List<String> facts = batches.stream().flatMap(b -> b.facts().stream()).distinct().toList();
       assertThat(DoubleTally.missing(facts, receipts(plainBusiness))).as("facts the plain consumer never delivered").isEmpty();
@@ -259,15 +258,6 @@ class UpstreamOnly {
         RECORDS, RATE, PARTITIONS, WARM_UP, seconds, loadAtStart, loadAtEnd);
   }
 
-  private static void write(String md) throws IOException {
-    String out = System.getProperty("answers.q5-out");
-    if (out != null) {
-      Path p = Path.of(out).toAbsolutePath();
-      Files.createDirectories(p.getParent());
-      Files.writeString(p, md);
-    }
-  }
-
   private static void stack(String command) throws IOException, InterruptedException {
     Process p = new ProcessBuilder("bash", STACK.toString(), command).redirectErrorStream(true).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -286,13 +276,4 @@ class UpstreamOnly {
     return (System.nanoTime() - sinceNanos) / 1e9;
   }
 
-  /** The 1, 5 and 15-minute load averages, as "a / b / c". */
-  static String loadAverage() {
-    try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).split(" ");
-      return f[0] + " / " + f[1] + " / " + f[2];
-    } catch (IOException e) {
-      return "unknown";
-    }
-  }
-}
+  /** The 1, 5 and 15-minute load averages, as "a / b / c". */}

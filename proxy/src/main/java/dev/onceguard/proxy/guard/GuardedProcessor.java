@@ -37,6 +37,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.slf4j.Logger;
@@ -694,7 +695,7 @@ public final class GuardedProcessor implements RecordProcessor {
         CompletableFuture<DispatchResult> call =
             dispatcher.dispatch(d, route.delivery().handlerTimeout(), RecordSpan.contextOf(span)).toCompletableFuture();
         current = call;
-        java.util.function.BiConsumer<DispatchResult, Throwable> answered = step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
+        BiConsumer<DispatchResult, Throwable> answered = step(span, res -> res == null ? null : res.kind().name(), (res, e) -> {
           mark(RecordTimeline.Mark.CALL_BACK);
           timed(VerdictListener.Step.HANDLE, began);
           if (cancel.isCancelled()) {
