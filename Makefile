@@ -69,6 +69,9 @@ demo: build
 #                    bench/target/results.json and its page under bench/target/quick/, never over docs/
 # Before either, the FOR UPDATE vs CAS microbenchmark (dev.onceguard.bench.seed.SeedBench, when the
 # bench jar has it) writes bench/target/seed.json, which the bench merges in. e.g. make bench BENCH_ARGS="--records 50000 --repeats 5"
+# Other JVM flags for the packaged sidecar process (guard_machine_process, sidecar RSS) than the image's:
+#   java -Dbench.sidecar-jvm-flags="-XX:+UseG1GC -Xmx384m" -jar bench/target/onceguard-bench.jar \
+#     --only guard_machine,guard_machine_process --paced-rate 1500   (stack up, .stack/env sourced)
 BENCH_ARGS ?=
 BENCH_QUICK_ARGS ?= --records 3000 --repeats 1 --paced-seconds 4 --warmup 1500 --docs bench/target/quick
 SEED_ARGS ?=

@@ -187,7 +187,7 @@ final class BenchPage {
           "The packaged sidecar (`java %s -jar proxy/target/onceguard.jar run --config …`) as its own process, VmRSS from"
               + " `/proc/<pid>/status`: **%.0f MB** idle (10 s after it reported SERVING), **%.0f MB** peak (sampled every 50 ms) while it"
               + " worked off a backlog of %,d records on a state-machine route.%n",
-          String.join(" ", SidecarRss.JVM_FLAGS), r.rss.idleMb(), r.rss.loadMb(), o.records()));
+          String.join(" ", SidecarRss.jvmFlags()), r.rss.idleMb(), r.rss.loadMb(), o.records()));
     }
     Files.writeString(o.docs().resolve("benchmarks.md"), md.toString());
   }

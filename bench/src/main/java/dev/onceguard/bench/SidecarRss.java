@@ -22,6 +22,15 @@ import java.util.concurrent.TimeUnit;
  */
 final class SidecarRss {
   static final List<String> JVM_FLAGS = List.of("-XX:+UseSerialGC", "-Xms16m", "-Xmx384m", "-XX:TrimNativeHeapInterval=5000");
+
+  /**
+   * The packaged sidecar's JVM flags: {@link #JVM_FLAGS}, or the space-separated flags of the
+   * system property {@code bench.sidecar-jvm-flags} (to compare collectors and heap sizes).
+   */
+  static List<String> jvmFlags() {
+    String v = System.getProperty("bench.sidecar-jvm-flags", "").trim();
+    return v.isEmpty() ? JVM_FLAGS : List.of(v.split("\\s+"));
+  }
   /** Two native-heap trim intervals (-XX:TrimNativeHeapInterval=5000) after SERVING. */
   private static final Duration SETTLE = Duration.ofSeconds(10);
 
@@ -61,7 +70,7 @@ final class SidecarRss {
     }
   }
 
-  /** The packaged sidecar, running with {@link #JVM_FLAGS}; closing it stops it (SIGTERM, then SIGKILL after 30 s). */
+  /** The packaged sidecar, running with {@link #jvmFlags()}; closing it stops it (SIGTERM, then SIGKILL after 30 s). */
   record Running(Process process, Path log) implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
@@ -84,7 +93,7 @@ final class SidecarRss {
     Path log = workDir.resolve(name + ".log");
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> cmd = new java.util.ArrayList<>(List.of(java));
-    cmd.addAll(JVM_FLAGS);
+    cmd.addAll(jvmFlags());
     cmd.addAll(List.of("-jar", jar.toString(), "run", "--config", config.toString()));
     Running r = new Running(new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start(), log);
     try {
