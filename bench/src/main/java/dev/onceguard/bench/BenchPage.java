@@ -263,9 +263,10 @@ final class BenchPage {
     @SuppressWarnings("unchecked")
     Map<String, Object> halfVs = (Map<String, Object>) vs.get("half_max");
     md.append(String.format(Locale.ROOT, "%n`guard_machine` − `baseline` at %d rec/s: p50 %s ms, p99 %s ms. `guard_machine` / `baseline` p99 at"
-        + " %d rec/s: %s×. The packaged process / in-process p99 at %d rec/s: %s× (`age_vs_baseline` in the results).%n%n", low.rate(),
-        fmtSigned(lowVs.get("p50_diff_ms")), fmtSigned(lowVs.get("p99_diff_ms")), r.pacedRate, fmtNumber(halfVs.get("p99_ratio")),
-        r.pacedRate, fmtNumber(vs.get("process_p99_ratio"))));
+        + " %d rec/s: %s×. The packaged process / in-process p99: %s× at %d rec/s, %s× at %d rec/s (`age_vs_baseline` in the"
+        + " results).%n%n", low.rate(), fmtSigned(lowVs.get("p50_diff_ms")), fmtSigned(lowVs.get("p99_diff_ms")), r.pacedRate,
+        fmtNumber(halfVs.get("p99_ratio")), fmtNumber(lowVs.get("process_p99_ratio")), low.rate(), fmtNumber(vs.get("process_p99_ratio")),
+        r.pacedRate));
     return md.toString();
   }
 
