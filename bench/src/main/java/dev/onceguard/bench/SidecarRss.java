@@ -31,6 +31,7 @@ final class SidecarRss {
     String v = System.getProperty("bench.sidecar-jvm-flags", "").trim();
     return v.isEmpty() ? JVM_FLAGS : List.of(v.split("\\s+"));
   }
+
   /** Two native-heap trim intervals (-XX:TrimNativeHeapInterval=5000) after SERVING. */
   private static final Duration SETTLE = Duration.ofSeconds(10);
 
