@@ -1,0 +1,38 @@
+package dev.onceguard.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ResultsTest {
+  private static Stats run(double throughput, double p50, double p99, Stats atBusiness) {
+    return new Stats(1000, throughput, p50, p99, null, null, null, new double[0], Map.of(), atBusiness, null);
+  }
+
+  private static Stats aged(double p50, double p99) {
+    return run(Double.NaN, p50, p99, null);
+  }
+
+  @Test
+  void ageVsBaseline_comparesAtTheSameRate_andTheProcessWithTheInProcessAgeAtTheBusiness() throws Exception {
+    Map<Scenario, List<Stats>> throughput = Map.of(Scenario.BASELINE, List.of(run(10_000, 0, 0, null)),
+        Scenario.GUARD_MACHINE, List.of(run(4_000, 0, 0, null)));
+    // half the maximum: the guard's verdict at 40 ms p99, its records at the business at 20 ms
+    Map<Scenario, List<Stats>> half = Map.of(Scenario.BASELINE, List.of(aged(3, 10)),
+        Scenario.GUARD_MACHINE, List.of(run(Double.NaN, 15, 40, aged(9, 20))),
+        Scenario.GUARD_MACHINE_PROCESS, List.of(aged(20, 50)));
+    Results.Paced low = new Results.Paced(100, Map.of(Scenario.BASELINE, List.of(aged(4, 8), aged(4, 9), aged(5, 7)),
+        Scenario.GUARD_MACHINE, List.of(run(Double.NaN, 6, 12, aged(5, 10))),
+        Scenario.GUARD_MACHINE_PROCESS, List.of(aged(6, 15))));
+    Results r = Results.of(null, throughput, half, 2000, null, Path.of("no-such-seed.json"), List.of(), low);
+
+    Map<String, Object> vs = r.ageVsBaseline();
+
+    assertThat(vs.get("r100")).isEqualTo(Map.of("p50_diff_ms", 2.0, "p99_diff_ms", 4.0, "process_p99_ratio", 1.5));
+    assertThat(vs.get("half_max")).isEqualTo(Map.of("p99_ratio", 4.0));
+    assertThat(vs.get("process_p99_ratio")).isEqualTo(2.5);
+  }
+}
