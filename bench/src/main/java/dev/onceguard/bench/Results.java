@@ -208,9 +208,10 @@ final class Results {
 
   /**
    * {@code guard_machine} against {@code baseline} at the same rate, and the packaged process against
-   * the in-process sidecar, both up to the business's receipt (the process's records end there): {@code {"r100": {p50_diff_ms, p99_diff_ms, process_p99_ratio}, "half_max": {p99_ratio},
-   * "process_p99_ratio"}} ({@code r<low rate>}; the top-level process ratio is at half the maximum);
-   * null where a side was not measured.
+   * the in-process sidecar, both up to the business's receipt (the process's records end there):
+   * {@code {"r100": {p50_diff_ms, p99_diff_ms, process_p99_ratio}, "half_max": {p99_ratio}, "process_p99_ratio"}}
+   * ({@code r<low rate>}; the top-level process ratio is at half the maximum); null where a side was
+   * not measured.
    */
   Map<String, Object> ageVsBaseline() {
     Map<String, Object> lowDiff = new LinkedHashMap<>();
