@@ -91,12 +91,12 @@ final class Results {
 
     /** Median p50 age at the business of a guarded in-process scenario, null for the others. */
     Double p50Business(Scenario s) {
-      return median(of(s), st -> st.atBusiness() == null ? null : st.atBusiness().p50());
+      return median(of(s), Stats::businessP50);
     }
 
     /** Median p99 age at the business of a guarded in-process scenario, null for the others. */
     Double p99Business(Scenario s) {
-      return median(of(s), st -> st.atBusiness() == null ? null : st.atBusiness().p99());
+      return median(of(s), Stats::businessP99);
     }
   }
 
@@ -122,8 +122,8 @@ final class Results {
       Double tp = median(runs, Stats::throughput);
       rows.put(s, new Row(s, tp, tp == null || base == null ? null : tp / base, median(runs, Stats::jvmCpuMsPerRecord),
           median(runs, Stats::jitCpuMsPerRecord), median(runs, Stats::dbCpuMsPerRecord), median(p, Stats::p50), median(p, Stats::p99),
-          median(p, st -> st.atBusiness() == null ? null : st.atBusiness().p50()),
-          median(p, st -> st.atBusiness() == null ? null : st.atBusiness().p99()), runs, p));
+          median(p, Stats::businessP50),
+          median(p, Stats::businessP99), runs, p));
     }
     JsonNode seed = JSON.createArrayNode();
     boolean present = false;

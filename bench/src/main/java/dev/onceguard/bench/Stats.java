@@ -19,6 +19,16 @@ package dev.onceguard.bench;
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
     double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps) {
+  /** The p50 age at the business of a guarded in-process paced run, else null. */
+  Double businessP50() {
+    return atBusiness == null ? null : atBusiness.p50();
+  }
+
+  /** The p99 age at the business of a guarded in-process paced run, else null. */
+  Double businessP99() {
+    return atBusiness == null ? null : atBusiness.p99();
+  }
+
   Stats withAtBusiness(Stats b, java.util.Map<String, double[]> stepTimes) {
     return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b,
         stepTimes);
