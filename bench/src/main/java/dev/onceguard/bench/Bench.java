@@ -297,15 +297,14 @@ public final class Bench {
   }
 
   /**
-   * "; at the business p50 … p99 …; claim p50/p99 …, handle …, confirm …" for a guarded paced run,
-   * else empty.
+   * "; at the business p50 … p99 …; claim p50/p99 …, handle …, confirm …" for a guarded paced run
+   * (the packaged process: its steps alone, its records end at the business), else empty.
    */
   static String atBusiness(Stats st) {
-    if (st.atBusiness() == null) {
-      return "";
+    StringBuilder sb = new StringBuilder();
+    if (st.atBusiness() != null) {
+      sb.append(String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99()));
     }
-    StringBuilder sb = new StringBuilder(
-        String.format(Locale.ROOT, "; at the business p50 %.1f ms  p99 %.1f ms", st.atBusiness().p50(), st.atBusiness().p99()));
     if (st.steps() != null && !st.steps().isEmpty()) {
       sb.append(";");
       st.steps().forEach((step, q) -> sb.append(String.format(Locale.ROOT, " %s p50/p99 %.1f/%.1f ms", step, q[0], q[1])));
@@ -413,7 +412,13 @@ public final class Bench {
     /** The packaged sidecar's warm-up backlog before its paced runs, in units of {@code --records}. */
     static final int PROCESS_WARMUP_RUNS = 6;
 
-    /** A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds}. */
+    /** The longest wait for a quiet machine before a paced window ({@link Settle}). */
+    static final Duration SETTLE_LIMIT = Duration.ofSeconds(15);
+
+    /**
+     * A warm-up backlog, a wait for a quiet machine ({@link Settle}), then {@code rate} records a
+     * second for {@code --paced-seconds}.
+     */
     Stats paced(Scenario s, int rate) throws Exception {
       String topic = kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
       // a sidecar process of its own starts cold: its JIT warms up on a backlog first, as the
@@ -433,13 +438,17 @@ public final class Bench {
       boolean traced = timelines != null && timelines.rate == rate && s != Scenario.GUARD_MACHINE_PROCESS && s.sidecar();
       Scenario tracedOk = null;
       try (AutoCloseable consumer = start(s, topic, db, done)) {
+        ScrapedSteps processSteps = consumer instanceof ProcessRun p ? p.steps() : null;
         done.await(warmup, Duration.ofMinutes(3));
+        System.out.printf(Locale.ROOT, "settle   %-22s %s%n", s.id, Settle.untilQuiet(SETTLE_LIMIT));
         int n = rate * o.pacedSeconds();
         done.reset(n);
         if (guardedInProcess) {
           atBusiness.reset(n);
           business.onReceive(topic, atBusiness);
           steps.arm();
+        } else if (processSteps != null) {
+          processSteps.arm();
         }
         if (traced) {
           timelines.start();
@@ -447,7 +456,8 @@ public final class Bench {
         kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
         tracedOk = s;
-        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm()) : done.stats();
+        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm())
+            : processSteps != null ? done.stats().withAtBusiness(null, processSteps.disarm()) : done.stats();
       } finally {
         if (traced) {
           timelines.stop(tracedOk, rate * o.pacedSeconds());
@@ -460,7 +470,17 @@ public final class Bench {
 
     private AutoCloseable start(Scenario s, String topic, String db, Completions done) throws Exception {
       return switch (s) {
-        case HAND_A -> HandRolled.redisSetNx(env, topic, business.target(), done, "ogbench:hand:" + topic + ":");
+        case HAND_A -> {
+          String prefix = "ogbench:hand:" + topic + ":";
+          AutoCloseable consumer = HandRolled.redisSetNx(env, topic, business.target(), done, prefix);
+          yield () -> {
+            try {
+              consumer.close();
+            } finally {
+              env.deleteRedisKeys(prefix);
+            }
+          };
+        }
         case HAND_B -> HandRolled.insertIgnore(env, topic, business.target(), done, db);
         case GUARD_MACHINE_PROCESS -> startSidecarProcess(topic, db, done);
         default -> startSidecar(s, topic, db, done);
@@ -471,21 +491,31 @@ public final class Bench {
       return startSidecar(env, s, topic, db, done);
     }
 
+    /** A running packaged sidecar and its step times, read from its admin listener. */
+    private record ProcessRun(ScrapedSteps steps, AutoCloseable stop) implements AutoCloseable {
+      @Override
+      public void close() throws Exception {
+        stop.close();
+      }
+    }
+
     /** The packaged sidecar as its own process on the machine route; records end where the business receives them. */
     private AutoCloseable startSidecarProcess(String topic, String db, Completions done) throws Exception {
       kafka.createTopicNamed(topic + ".escalate", o.partitions()); // it refuses to start without its escalation topic
       int port = SidecarRss.freePort();
-      String yaml = env.yaml(true, topic, db, business.target(), o.poolSize(), env.redisUri(), "127.0.0.1:" + port);
+      int adminPort = SidecarRss.freePort();
+      String yaml = env.yaml(true, topic, db, business.target(), o.poolSize(), env.redisUri(), "127.0.0.1:" + port,
+          "127.0.0.1:" + adminPort);
       business.onReceive(topic, done);
       try {
         SidecarRss.Running sidecar = SidecarRss.start(o.sidecarJar(), o.out().toAbsolutePath().getParent(), "paced-sidecar", yaml, port);
-        return () -> {
+        return new ProcessRun(new ScrapedSteps(adminPort), () -> {
           try {
             sidecar.close();
           } finally {
             business.onReceive(topic, null);
           }
-        };
+        });
       } catch (Exception | Error e) {
         business.onReceive(topic, null);
         throw e;

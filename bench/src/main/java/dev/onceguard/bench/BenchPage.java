@@ -109,7 +109,9 @@ final class BenchPage {
           + " sidecar's `onceguard_step_seconds` histogram), medians over the paced runs of each step's p50 / p99. `claim`: the L1"
           + " lookup and the claim in the store, its wait for a claim group included; `handle`: one call to the business; `confirm`:"
           + " the confirm in the store, its wait for a confirm group included. What a record's age holds beyond them is its time"
-          + " before the sidecar consumed it and between steps.\n\n| scenario | claim p50 / p99 ms | handle p50 / p99 ms"
+          + " before the sidecar consumed it and between steps. The packaged process's figures (`guard_machine_process`) are read from"
+          + " its own histogram over the same window, interpolated inside a bucket (bounds 1, 2, 5, 10, 25, 50, 100, 250 ms, 1 s,"
+          + " 5 s): they name the step, coarsely.\n\n| scenario | claim p50 / p99 ms | handle p50 / p99 ms"
           + " | confirm p50 / p99 ms |\n|---|---:|---:|---:|\n");
       for (Results.Row row : r.rows.values()) {
         Map<String, double[]> st = row.steps();

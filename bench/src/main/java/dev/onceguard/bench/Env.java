@@ -2,6 +2,12 @@ package dev.onceguard.bench;
 
 import dev.onceguard.proxy.config.SidecarConfig.MysqlConfig;
 import dev.onceguard.proxy.store.Db;
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
 import java.time.Duration;
 
 /**
@@ -35,12 +41,18 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
    * @param grpcListen the sidecar's own gRPC address ({@code 127.0.0.1:0} in process)
    */
   String yaml(boolean machine, String topic, String database, String target, int poolSize, String redis, String grpcListen) {
+    return yaml(machine, topic, database, target, poolSize, redis, grpcListen, null);
+  }
+
+  /** As above, with the admin HTTP listener ({@code sidecar.admin-listen}) on {@code adminListen} unless null. */
+  String yaml(boolean machine, String topic, String database, String target, int poolSize, String redis, String grpcListen,
+      String adminListen) {
     String db = database == null ? mysqlDatabase : database;
     return """
-        sidecar: {instance-id: bench, grpc-listen: '%s', commit-interval: 500ms}
+        sidecar: {instance-id: bench, grpc-listen: '%s', commit-interval: 500ms%s}
         kafka: {bootstrap-servers: %s}
         mysql: {host: %s, port: %d, user: %s, password: '%s', database: %s, pool-size: %d}
-        redis: {uri: '%s', key-prefix: 'ogbench:%s:'}
+        redis: {uri: '%s', key-prefix: '%s'}
         machines:
           order:
             states: [created, done]
@@ -55,8 +67,9 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
             fingerprint-exclude: [/note]
             target: %s
             redis-ttl: 1h
-        """.formatted(grpcListen, kafkaBootstrap, mysqlHost, mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, poolSize,
-        redis, db, topic, topic + "-group", machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
+        """.formatted(grpcListen, adminListen == null ? "" : ", admin-listen: '" + adminListen + "'", kafkaBootstrap, mysqlHost,
+        mysqlPort, mysqlUser, mysqlPassword.replace("'", "''"), db, poolSize, redis, keyPrefix(db), topic, topic + "-group",
+        machine ? "    machine: order\n    entity-id: /id\n    event: /event\n" : "", target);
   }
 
   /** A JDBC URL of this environment's MySQL, for {@code database}. */
@@ -64,12 +77,41 @@ record Env(String kafkaBootstrap, String mysqlHost, int mysqlPort, String mysqlU
     return "jdbc:mariadb://" + mysqlHost + ":" + mysqlPort + "/" + database;
   }
 
+  /**
+   * Drops a run's database and deletes its L1 keys ({@link #yaml}'s key prefix): a full run writes
+   * about 1.3 million keys, which would otherwise sit in the machine's shared Redis until their
+   * TTL.
+   */
   void dropDatabase(String database) {
     Db db = new Db(new MysqlConfig(mysqlHost, mysqlPort, mysqlDatabase, mysqlUser, mysqlPassword, "og_", 1, false, Duration.ofDays(1)));
     try {
       db.execute("DROP DATABASE IF EXISTS " + database);
     } finally {
       db.close();
+      deleteRedisKeys(keyPrefix(database));
+    }
+  }
+
+  /** The L1 key prefix of the sidecars {@link #yaml} configures for {@code database}. */
+  static String keyPrefix(String database) {
+    return "ogbench:" + database + ":";
+  }
+
+  /** Deletes this environment's Redis keys under {@code prefix} (SCAN, then UNLINK page by page). */
+  void deleteRedisKeys(String prefix) {
+    RedisClient client = RedisClient.create(redisUri);
+    try (StatefulRedisConnection<String, String> conn = client.connect()) {
+      RedisCommands<String, String> redis = conn.sync();
+      ScanCursor at = ScanCursor.INITIAL;
+      do {
+        KeyScanCursor<String> page = redis.scan(at, ScanArgs.Builder.matches(prefix + "*").limit(5000));
+        if (!page.getKeys().isEmpty()) {
+          redis.unlink(page.getKeys().toArray(String[]::new));
+        }
+        at = page;
+      } while (!at.isFinished());
+    } finally {
+      client.shutdown();
     }
   }
 }
