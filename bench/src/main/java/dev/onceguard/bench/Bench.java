@@ -412,13 +412,7 @@ public final class Bench {
     /** The packaged sidecar's warm-up backlog before its paced runs, in units of {@code --records}. */
     static final int PROCESS_WARMUP_RUNS = 6;
 
-    /** The longest wait for a quiet machine before a paced window ({@link Settle}). */
-    static final Duration SETTLE_LIMIT = Duration.ofSeconds(15);
-
-    /**
-     * A warm-up backlog, a wait for a quiet machine ({@link Settle}), then {@code rate} records a
-     * second for {@code --paced-seconds}.
-     */
+    /** A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds}. */
     Stats paced(Scenario s, int rate) throws Exception {
       String topic = kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
       // a sidecar process of its own starts cold: its JIT warms up on a backlog first, as the
@@ -440,7 +434,6 @@ public final class Bench {
       try (AutoCloseable consumer = start(s, topic, db, done)) {
         ScrapedSteps processSteps = consumer instanceof ProcessRun p ? p.steps() : null;
         done.await(warmup, Duration.ofMinutes(3));
-        System.out.printf(Locale.ROOT, "settle   %-22s %s%n", s.id, Settle.untilQuiet(SETTLE_LIMIT));
         int n = rate * o.pacedSeconds();
         done.reset(n);
         if (guardedInProcess) {

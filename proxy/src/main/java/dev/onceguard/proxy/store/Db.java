@@ -227,10 +227,26 @@ public final class Db implements AutoCloseable {
    */
   static <T> T transaction(Connection c, Work<T> work) throws SQLException {
     exec(c, "START TRANSACTION");
-    T v;
+    T v = rollingBack(c, work);
+    RecordTimeline.beforeCommit();
+    exec(c, "COMMIT");
+    return v;
+  }
+
+  /**
+   * Runs {@code work}, which begins a transaction on {@code c} (its START TRANSACTION may travel
+   * with its first statements, see {@link #together}), and rolls the transaction back if
+   * {@code work} throws; the work commits it itself.
+   */
+  static <T> T rollingBack(Connection c, Work<T> work) throws SQLException {
     try {
-      v = work.run(c);
+      return work.run(c);
     } catch (Throwable e) {
+      if (isConnectionLoss(e)) {
+        // nothing to roll back on a lost connection (the server rolls back what it leaves open),
+        // and a unit whose first round trip failed so runs again on a new connection (Task)
+        throw e;
+      }
       try {
         exec(c, "ROLLBACK");
       } catch (SQLException x) {
@@ -240,9 +256,44 @@ public final class Db implements AutoCloseable {
       }
       throw e;
     }
-    RecordTimeline.beforeCommit();
-    exec(c, "COMMIT");
-    return v;
+  }
+
+  /**
+   * Statements sent as one: one round trip where each alone costs one (the connections allow
+   * multi-statements, see {@link JdbcTarget}). {@code args} holds the first statement's values,
+   * then the second's, and so on. The server runs them in order and stops at the first that fails:
+   * that failure is thrown (a duplicate key as {@link DuplicateKeyException}) and the statements
+   * before it have taken effect, so inside a transaction the caller rolls back
+   * ({@link #rollingBack}).
+   *
+   * @return each statement's update count, in order (0 for START TRANSACTION and COMMIT)
+   */
+  static long[] together(Connection c, List<String> statements, Object... args) throws SQLException {
+    try (PreparedStatement s = prepare(c, String.join(";\n", statements), args)) {
+      long[] counts = new long[statements.size()];
+      int i = 0;
+      boolean resultSet = s.execute();
+      while (true) {
+        long n = resultSet ? 0 : s.getLargeUpdateCount();
+        if (!resultSet && n == -1) {
+          break;
+        }
+        if (i < counts.length) {
+          counts[i] = n;
+        }
+        i++;
+        resultSet = s.getMoreResults();
+      }
+      if (i != counts.length) {
+        throw new SQLException(counts.length + " statements sent together answered " + i + " results");
+      }
+      return counts;
+    } catch (SQLException e) {
+      if (isDuplicateKey(e)) {
+        throw new DuplicateKeyException(e);
+      }
+      throw e;
+    }
   }
 
   /** {@link #transaction} when {@code work} issues several dependent statements, else {@code work} alone. */

@@ -37,13 +37,17 @@ import java.util.concurrent.CompletionStage;
  * {@code UPDATE … WHERE state IN (from) AND pending_key IS NULL}: read, check and write in one
  * statement, no {@code SELECT … FOR UPDATE}, no lock wait beyond the statement.
  *
- * <p>Round trips: alone, an accepted record costs BEGIN, INSERT ledger, UPDATE entity, COMMIT to
- * claim and one two-table UPDATE (ledger DONE and entity released in one statement, autocommit)
- * to confirm; an exact replay that misses L1 costs BEGIN, INSERT (refused), ROLLBACK and one
- * SELECT. Under load, claims and confirms that are ready together are written as groups (see
- * {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
- * ledger rows, one for the entities it creates, one CAS per other transition; and one UPDATE of the
- * ledger and one of the entities for a group of confirms.
+ * <p>Round trips: a claim's transaction sends its statements together where nothing is read
+ * between them ({@link Db#together}, the connections allow multi-statements). Alone, an accepted
+ * record costs one round trip to claim when it creates its entity (BEGIN, INSERT ledger, INSERT
+ * entity, COMMIT together), two for another transition with one from-state (BEGIN, INSERT ledger,
+ * UPDATE entity together; COMMIT), four with several from-states (each statement alone, then the
+ * from-state read), and one two-table UPDATE (ledger DONE and entity released in one statement,
+ * autocommit) to confirm; an exact replay that misses L1 costs one round trip refused, ROLLBACK
+ * and one SELECT. Under load, claims and confirms that are ready together are written as groups
+ * (see {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
+ * ledger rows, one for the entities it creates, one CAS per other transition, in one or two round
+ * trips; and one UPDATE of the ledger and one of the entities for a group of confirms, in two.
  * A route without a machine has one statement per step, run in autocommit, alone and in groups (a
  * group of its claims is one multi-row INSERT, of its confirms one UPDATE). A lost CAS costs the
  * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
@@ -68,6 +72,8 @@ public final class MysqlGuardStore implements GuardStore {
   private final Leases leases;
   /** Explain and the operator's reset. */
   private final AdminQueries admin;
+  /** Deletes the ledger row a claim has just written (route, dedup key, owner) when its CAS was lost. */
+  private final String deleteOwnPending;
 
   /** Records in one group transaction at most: a larger group holds its row locks longer. */
   static final int MAX_GROUP_SIZE = 32;
@@ -99,6 +105,8 @@ public final class MysqlGuardStore implements GuardStore {
     this.decisions = new DecisionLog(db, tablePrefix + "decision", 4 * MAX_GROUP_SIZE);
     this.leases = new Leases(db, ledger, entity, owners);
     this.admin = new AdminQueries(db, ledger, entity, decision, owners, decisions);
+    this.deleteOwnPending = "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1"
+        + " AND status = 'PENDING'";
   }
 
   /**
@@ -177,11 +185,13 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /**
-   * Claims of one group. Alone, a claim is its own transaction ({@link #claimTx}). Several share
-   * one transaction and one COMMIT: all ledger rows in one INSERT, the entities of creating events
-   * in one INSERT, the CAS of every other transition one UPDATE each. A lost CAS deletes the
-   * ledger row its claim had just written, so a conflicting record leaves nothing behind while the
-   * others commit. Claims without a machine are the ledger INSERT alone, in autocommit.
+   * Claims of one group. Several share one transaction and one COMMIT: all ledger rows in one
+   * INSERT, the entities of creating events in one INSERT, the CAS of every other transition one
+   * UPDATE each. A lost CAS deletes the ledger row its claim had just written, so a conflicting
+   * record leaves nothing behind while the others commit. Where no claim needs a read after its
+   * CAS, the transaction's statements travel together, in one round trip or two
+   * ({@link #claimInTrips}), a claim alone too; else a claim alone is its own transaction
+   * ({@link #claimTx}). Claims without a machine are the ledger INSERT alone, in autocommit.
    *
    * <p>A duplicate refuses a multi-row INSERT as a whole, and then the <b>whole transaction</b> is
    * rolled back, never that statement alone: on MariaDB Galera (10.11 measured) a statement
@@ -196,10 +206,11 @@ public final class MysqlGuardStore implements GuardStore {
    */
   private CompletionStage<List<ClaimOutcome>> claimGroup(List<ClaimCommand> group) {
     List<Source> sources = RecordTimeline.on() ? group.stream().map(ClaimCommand::source).toList() : null;
-    if (group.size() == 1) {
+    boolean appendOnly = group.stream().allMatch(cmd -> cmd.machine() == null);
+    boolean inTrips = !appendOnly && tripsFit(group);
+    if (group.size() == 1 && !inTrips) {
       return db.autocommit(traced(RecordTimeline.Step.CLAIM, sources, c -> List.of(claimTx(c, group.get(0), null))));
     }
-    boolean appendOnly = group.stream().allMatch(cmd -> cmd.machine() == null);
     return db.autocommit(traced(RecordTimeline.Step.CLAIM, sources, c -> {
       List<InGroup> found;
       if (appendOnly) {
@@ -207,6 +218,11 @@ public final class MysqlGuardStore implements GuardStore {
         // autocommit is atomic by itself (one round trip instead of three); a refused one wrote
         // nothing and committed nothing, so no write set leaves this node (Galera, above)
         found = insertLedgerRows(c, group) ? applyAll(c, group) : claimAroundConflicts(c, group);
+      } else if (inTrips) {
+        found = claimInTrips(c, group);
+        if (found == null) {
+          found = claimAroundConflicts(c, group);
+        }
       } else {
         try {
           found = Db.transaction(c, x -> {
@@ -279,13 +295,22 @@ public final class MysqlGuardStore implements GuardStore {
    * then the caller must roll back the transaction ({@link GroupRefused}), not go on in it.
    */
   private boolean insertLedgerRows(Connection c, List<ClaimCommand> group) throws SQLException {
+    Stmt insert = ledgerInsert(group);
+    return Db.insertUnlessDuplicate(c, insert.sql(), insert.args().toArray()) == group.size();
+  }
+
+  /** One statement and its values. */
+  private record Stmt(String sql, List<Object> args) {}
+
+  /** The INSERT of all of the group's ledger rows. */
+  private Stmt ledgerInsert(List<ClaimCommand> group) {
     List<Object> args = new ArrayList<>(group.size() * 17);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(ledger).append(LEDGER_INSERT_COLUMNS);
     for (int i = 0; i < group.size(); i++) {
       sql.append(i == 0 ? "" : ", ").append(LEDGER_INSERT_ROW);
       args.addAll(Arrays.asList(ledgerInsertArgs(group.get(i))));
     }
-    return Db.insertUnlessDuplicate(c, sql.toString(), args.toArray()) == group.size();
+    return new Stmt(sql.toString(), args);
   }
 
   /**
@@ -371,6 +396,12 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   private boolean insertEntities(Connection c, List<ClaimCommand> creating) throws SQLException {
+    Stmt insert = entityInsert(creating);
+    return Db.insertUnlessDuplicate(c, insert.sql(), insert.args().toArray()) == creating.size();
+  }
+
+  /** The INSERT of the entities of the creating events {@code creating}. */
+  private Stmt entityInsert(List<ClaimCommand> creating) {
     List<Object> args = new ArrayList<>(creating.size() * 6);
     StringBuilder sql = new StringBuilder("INSERT INTO ").append(entity)
         .append(" (machine, entity_id, state, prev_state, version, pending_key, pending_until, updated_at) VALUES ");
@@ -380,7 +411,96 @@ public final class MysqlGuardStore implements GuardStore {
       args.addAll(List.of(cmd.machine(), cmd.extracted().entityId(), cmd.event().to(), cmd.extracted().dedupKey(), cmd.leaseMillis(),
           cmd.nowMillis()));
     }
-    return Db.insertUnlessDuplicate(c, sql.toString(), args.toArray()) == creating.size();
+    return new Stmt(sql.toString(), args);
+  }
+
+  /**
+   * Whether a group can be claimed in round trips of whole statement lists ({@link #claimInTrips}):
+   * no claim needs a read after its CAS (each is a creating event, has one from-state, or has no
+   * machine).
+   */
+  private static boolean tripsFit(List<ClaimCommand> group) {
+    for (ClaimCommand cmd : group) {
+      if (cmd.machine() != null && !cmd.event().creating() && cmd.event().from().size() != 1) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The claims of a group as one transaction in one round trip, or two where it has CAS, instead
+   * of one per statement (START TRANSACTION, the ledger INSERT, the entity INSERT, one CAS per
+   * transition, COMMIT: on a busy machine each round trip is two thread wake-ups as well as the
+   * network). START TRANSACTION, the ledger rows' INSERT, the creating events' entity INSERT and
+   * every other transition's CAS travel together ({@link Db#together}), and COMMIT with them when
+   * there is no CAS. Otherwise the CAS counts come back first, and COMMIT follows in the second
+   * trip, after the DELETE of the ledger row of each claim whose CAS was lost (that claim then
+   * leaves nothing behind, as in {@link #casInGroup}).
+   *
+   * @return the claims' results, or null when a duplicate refused an INSERT: the whole
+   *     transaction is rolled back then, never the statement alone (see {@link #claimGroup}: Galera)
+   */
+  private List<InGroup> claimInTrips(Connection c, List<ClaimCommand> group) throws SQLException {
+    List<String> sql = new ArrayList<>();
+    List<Object> args = new ArrayList<>();
+    sql.add("START TRANSACTION");
+    Stmt ledgerRows = ledgerInsert(group);
+    sql.add(ledgerRows.sql());
+    args.addAll(ledgerRows.args());
+    List<ClaimCommand> creating = new ArrayList<>();
+    List<ClaimCommand> cas = new ArrayList<>();
+    for (ClaimCommand cmd : group) {
+      if (cmd.machine() != null) {
+        (cmd.event().creating() ? creating : cas).add(cmd);
+      }
+    }
+    if (!creating.isEmpty()) {
+      Stmt entities = entityInsert(creating);
+      sql.add(entities.sql());
+      args.addAll(entities.args());
+    }
+    for (ClaimCommand cmd : cas) {
+      Stmt update = casUpdate(cmd);
+      sql.add(update.sql());
+      args.addAll(update.args());
+    }
+    if (cas.isEmpty()) {
+      sql.add("COMMIT");
+    }
+    try {
+      return Db.rollingBack(c, x -> {
+        long[] n = Db.together(x, sql, args.toArray());
+        if (n[1] != group.size()) {
+          throw new IllegalStateException("the INSERT of " + group.size() + " ledger rows wrote " + n[1]);
+        }
+        java.util.Set<ClaimCommand> lost = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        int first = creating.isEmpty() ? 2 : 3;
+        for (int i = 0; i < cas.size(); i++) {
+          if (n[first + i] != 1) {
+            lost.add(cas.get(i));
+          }
+        }
+        if (!cas.isEmpty()) {
+          List<String> end = new ArrayList<>();
+          List<Object> endArgs = new ArrayList<>();
+          for (ClaimCommand cmd : lost) {
+            end.add(deleteOwnPending);
+            endArgs.addAll(List.of(cmd.route(), cmd.extracted().dedupKey(), cmd.owner()));
+          }
+          end.add("COMMIT");
+          RecordTimeline.beforeCommit();
+          Db.together(x, end, endArgs.toArray());
+        }
+        List<InGroup> out = new ArrayList<>(group.size());
+        for (ClaimCommand cmd : group) {
+          out.add(lost.contains(cmd) ? Refused.BY_ENTITY : new Done(claimed(cmd, knownFrom(cmd.event()), null)));
+        }
+        return out;
+      });
+    } catch (Db.DuplicateKeyException refused) {
+      return null;
+    }
   }
 
   /** One claim of a group, row by row: its ledger row, then its CAS. */
@@ -396,8 +516,7 @@ public final class MysqlGuardStore implements GuardStore {
     }
     Step step = applyCas(c, cmd);
     if (step == Step.CAS_LOST) {
-      Db.update(c, "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1 AND status = 'PENDING'",
-          cmd.route(), cmd.extracted().dedupKey(), cmd.owner());
+      Db.update(c, deleteOwnPending, cmd.route(), cmd.extracted().dedupKey(), cmd.owner());
       return Refused.BY_ENTITY;
     }
     return new Done(afterCas(c, cmd, step, knownFrom, null));
@@ -486,26 +605,26 @@ public final class MysqlGuardStore implements GuardStore {
           cmd.machine(), e.entityId(), ev.to(), e.dedupKey(), cmd.leaseMillis(), cmd.nowMillis());
       return n == 1 ? Step.APPLIED : Step.CAS_LOST;
     }
-    List<String> from = new ArrayList<>(ev.from());
+    Stmt update = casUpdate(cmd);
+    long n = Db.update(c, update.sql(), update.args().toArray());
+    return n != 1 ? Step.CAS_LOST : ev.from().size() == 1 ? Step.APPLIED : Step.NEEDS_FROM;
+  }
+
+  /** The CAS of a transition that does not create its entity: 1 row changed if it applied, 0 if lost. */
+  private Stmt casUpdate(ClaimCommand cmd) {
+    EventConfig ev = cmd.event();
+    ExtractedEvent e = cmd.extracted();
+    List<Object> args = new ArrayList<>(6 + ev.from().size());
+    args.addAll(List.of(ev.to(), e.dedupKey(), cmd.leaseMillis(), cmd.nowMillis(), cmd.machine(), e.entityId()));
     StringBuilder in = new StringBuilder();
-    Object[] args = new Object[6 + from.size()];
-    args[0] = ev.to();
-    args[1] = e.dedupKey();
-    args[2] = cmd.leaseMillis();
-    args[3] = cmd.nowMillis();
-    args[4] = cmd.machine();
-    args[5] = e.entityId();
-    for (int i = 0; i < from.size(); i++) {
-      in.append(i == 0 ? "?" : ", ?");
-      args[6 + i] = from.get(i);
+    for (String from : ev.from()) {
+      in.append(in.isEmpty() ? "?" : ", ?");
+      args.add(from);
     }
     // prev_state = state is evaluated before state = ? (single-table UPDATE assigns left to right)
-    long n = Db.update(c,
-        "UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?,"
-            + " pending_until = " + NOW_MS + " + ?, updated_at = ?"
-            + " WHERE machine = ? AND entity_id = ? AND pending_key IS NULL AND state IN (" + in + ")",
-        args);
-    return n != 1 ? Step.CAS_LOST : from.size() == 1 ? Step.APPLIED : Step.NEEDS_FROM;
+    return new Stmt("UPDATE " + entity + " SET prev_state = state, state = ?, version = version + 1, pending_key = ?,"
+        + " pending_until = " + NOW_MS + " + ?, updated_at = ?"
+        + " WHERE machine = ? AND entity_id = ? AND pending_key IS NULL AND state IN (" + in + ")", args);
   }
 
   static final String LEDGER_ROW_COLUMNS = "l.route, l.dedup_key, l.business_key, l.fingerprint, l.status, l.owner,"
@@ -712,9 +831,10 @@ public final class MysqlGuardStore implements GuardStore {
 
   /**
    * Confirms of one group. Alone, one statement in autocommit ({@link #confirmOne}). Several share
-   * one transaction of two single-table UPDATEs for the whole group ({@link #confirmAll}) (an
-   * earlier measurement found them ~25% cheaper end to end than the two-table one; not measured
-   * again alone); if some claim of the group was lost, they are confirmed one by one instead.
+   * one transaction of two single-table UPDATEs for the whole group, in two round trips
+   * ({@link #confirmAllInTrips}; the two single-table UPDATEs measured ~25% cheaper end to end than
+   * one two-table UPDATE); without entities, one UPDATE in autocommit ({@link #confirmAll}). If
+   * some claim of the group was lost, they are confirmed one by one instead.
    */
   private CompletionStage<List<Boolean>> confirmGroup(List<Confirm> group) {
     List<Source> sources = RecordTimeline.on()
@@ -735,7 +855,7 @@ public final class MysqlGuardStore implements GuardStore {
       // their own claim (confirm: confirmedEarlier)
       boolean appendOnly = group.stream().allMatch(f -> f.claim().machine() == null);
       try {
-        return appendOnly ? confirmAll(c, group) : Db.transaction(c, x -> confirmAll(x, group));
+        return appendOnly ? confirmAll(c, group) : confirmAllInTrips(c, group);
       } catch (SomeClaimLost lost) {
         List<Boolean> out = new ArrayList<>(group.size());
         for (Confirm f : group) {
@@ -779,12 +899,48 @@ public final class MysqlGuardStore implements GuardStore {
   }
 
   /**
-   * Every ledger row of the group DONE in one UPDATE, fenced on (owner, attempt) each, then every
-   * entity released in one UPDATE (only those still pending on their claim's key). If the first
-   * matched fewer rows than the group holds, some claim was lost, and which one cannot be told
-   * from a row count: the transaction rolls back ({@link SomeClaimLost}).
+   * A group without entities: every ledger row DONE in one UPDATE, fenced on (owner, attempt)
+   * each, in autocommit. If it matched fewer rows than the group holds, some claim was lost, and
+   * which one cannot be told from a row count ({@link SomeClaimLost}; the rows it matched are
+   * confirmed, see {@link #confirmGroup}).
    */
   private List<Boolean> confirmAll(Connection c, List<Confirm> group) throws SQLException {
+    Stmt ledgerDone = confirmUpdates(group)[0];
+    if (Db.update(c, ledgerDone.sql(), ledgerDone.args().toArray()) != group.size()) {
+      throw new SomeClaimLost();
+    }
+    return Collections.nCopies(group.size(), true);
+  }
+
+  /**
+   * A group with entities, as one transaction in two round trips instead of four: START
+   * TRANSACTION travels with the ledger rows' UPDATE, and COMMIT with the entities' (the first
+   * count decides between the second trip and a rollback, so it comes back first). If the ledger's
+   * UPDATE matched fewer rows than the group holds, some claim was lost: the transaction rolls back
+   * ({@link SomeClaimLost}).
+   */
+  private List<Boolean> confirmAllInTrips(Connection c, List<Confirm> group) throws SQLException {
+    Stmt[] updates = confirmUpdates(group);
+    return Db.rollingBack(c, x -> {
+      if (Db.together(x, List.of("START TRANSACTION", updates[0].sql()), updates[0].args().toArray())[1] != group.size()) {
+        throw new SomeClaimLost();
+      }
+      RecordTimeline.beforeCommit();
+      if (updates[1] == null) {
+        Db.exec(x, "COMMIT");
+      } else {
+        Db.together(x, List.of(updates[1].sql(), "COMMIT"), updates[1].args().toArray());
+      }
+      return Collections.nCopies(group.size(), true);
+    });
+  }
+
+  /**
+   * A group's confirm: the UPDATE of its ledger rows, fenced on (owner, attempt) each, and the
+   * UPDATE that releases its entities (only those still pending on their claim's key; null
+   * without entities).
+   */
+  private Stmt[] confirmUpdates(List<Confirm> group) {
     long now = group.get(group.size() - 1).nowMillis();
     List<Object> args = new ArrayList<>(1 + group.size() * 4);
     args.add(now);
@@ -801,16 +957,11 @@ public final class MysqlGuardStore implements GuardStore {
         entityArgs.addAll(List.of(claim.machine(), claim.entityId(), claim.dedupKey()));
       }
     }
-    long n = Db.update(c, "UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
-        + " WHERE status = 'PENDING' AND (route, dedup_key, owner, attempts) IN (" + in + ")", args.toArray());
-    if (n != group.size()) {
-      throw new SomeClaimLost();
-    }
-    if (!entityIn.isEmpty()) {
-      Db.update(c, "UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL, updated_at = ?"
-          + " WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs.toArray());
-    }
-    return Collections.nCopies(group.size(), true);
+    Stmt ledgerDone = new Stmt("UPDATE " + ledger + " SET status = 'DONE', completed_at = ?, lease_until = NULL"
+        + " WHERE status = 'PENDING' AND (route, dedup_key, owner, attempts) IN (" + in + ")", args);
+    Stmt release = entityIn.isEmpty() ? null : new Stmt("UPDATE " + entity + " SET pending_key = NULL, pending_until = NULL,"
+        + " updated_at = ? WHERE (machine, entity_id, pending_key) IN (" + entityIn + ")", entityArgs);
+    return new Stmt[] {ledgerDone, release};
   }
 
   /**
