@@ -1135,6 +1135,57 @@ class GuardIT {
   }
 
   /**
+   * A create in a group whose entity exists already (another record created it): the group's
+   * statements, sent together, are refused as a whole and rolled back; then the entities are read
+   * beside the ledger rows, the refused create is classified without being written, and the others
+   * are written as a group again rather than one row at a time.
+   */
+  @Test
+  void groupCommit_aCreateWhoseEntityExists_classifiedWithoutAWrite_othersWrittenAsAGroupAgain() throws Exception {
+    MysqlGuardStore grouped = new MysqlGuardStore(fx.db, "og_", 1);
+    Guard g = guardOwning(grouped, uniq("grp-ent"));
+    Guard setup = fx.guard(uniq("grp-ent-setup"), null);
+    String blocker = orderIn(setup, "created");
+    String exists = orderIn(setup, "created");
+    RowLock lock = RowLock.hold(blocker);
+    var first = claimOrder(g, order(blocker, "pay"));
+    List<String> fresh = new ArrayList<>();
+    List<java.util.concurrent.CompletableFuture<ClaimResult>> creates = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      String id = uniq("grp-ent-new");
+      fresh.add(id);
+      creates.add(claimOrder(g, order(id, "create")));
+    }
+    // its ledger row is free (other content, so another key), its entity is not
+    String again = order(exists, "create").replace("\"batch_no\":7", "\"batch_no\":9");
+    var refused = claimOrder(g, again);
+    Thread.sleep(100);
+    assertThat(creates).noneMatch(java.util.concurrent.CompletableFuture::isDone);
+    long t0 = fx.db.roundTrips();
+    lock.release();
+
+    assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    for (var f : creates) {
+      assertThat(f.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+    }
+    Verdict v = ((ClaimResult.Rejected) refused.get(10, TimeUnit.SECONDS)).verdict();
+    assertThat(v.getReason()).isEqualTo(Reason.CONFLICTING_FACT);
+    long trips = fx.db.roundTrips() - t0;
+    assertThat(ledgerRows("orders", fx.event("orders", again).dedupKey())).isZero();
+    assertThat(entityState(exists)).isEqualTo("created");
+    for (String id : fresh) {
+      assertThat(entityState(id)).isEqualTo("created");
+      assertThat(fx.scalar("SELECT COUNT(*) FROM og_ledger WHERE entity_id = ? AND status = 'PENDING'", id)).isEqualTo(1);
+    }
+    assertThat(grouped.groupCounts()[0]).as("claim groups: the blocked claim alone, then the five that queued behind it").isEqualTo(2);
+    // 11: the blocked claim's COMMIT; the group's refused round trip, ROLLBACK, the SELECTs of
+    // ledger rows and of entities, BEGIN, the two INSERTs of the four, COMMIT; the refused create's
+    // classifying reads (two); plus the owners' heartbeats in the window. Row by row (each create's
+    // two INSERTs, the refused one's DELETE) it would be 19.
+    assertThat(trips).isBetween(11L, 15L);
+  }
+
+  /**
    * A group of transitions with no duplicate among them, written in one transaction: the lost CAS
    * leaves no ledger row, the event with several from-states records the one it left, a creating
    * event and the other CAS commit.

@@ -208,7 +208,7 @@ public final class GuardRuntime implements AutoCloseable {
       m.gauge("onceguard.l1.available", "1 while L1 is used, 0 from a failed Redis call until one succeeds (L1 skipped)",
           () -> r.available() ? 1 : 0);
     }
-    m.counter("onceguard.mysql.round.trips", "statements sent to MySQL, BEGIN/COMMIT included", db::roundTrips);
+    m.counter("onceguard.mysql.round.trips", "round trips to MySQL: statements sent, BEGIN/COMMIT included, statements sent together counted once", db::roundTrips);
     m.counter("onceguard.mysql.claim.groups", "claim transactions (group commit: claims ready together share one)", () -> store.groupCounts()[0]);
     m.counter("onceguard.mysql.claim.grouped", "claims written by those transactions", () -> store.groupCounts()[1]);
     m.counter("onceguard.mysql.confirm.groups", "confirm transactions (group commit)", () -> store.groupCounts()[2]);

@@ -29,8 +29,9 @@ public sealed interface ClaimOutcome {
   record LedgerConflict(LedgerRow row) implements ClaimOutcome {}
 
   /**
-   * The ledger row was free (or reclaimable) but the entity's CAS did not apply; the transaction
-   * was rolled back. Both rows are read right after, in one statement (one consistent read).
+   * The ledger row was free (or reclaimable) but the entity's CAS did not apply; nothing of the
+   * claim was kept (its transaction rolled back, or in a group its ledger row deleted again before
+   * the COMMIT). Both rows are read right after, in one statement (one consistent read).
    *
    * @param entity the entity, {@code null} if it has no row
    * @param keyRow the ledger row of the claim's own (route, dedup key), {@code null} if none: a row

@@ -75,7 +75,10 @@ public final class Db implements AutoCloseable {
   private final int queueBound;
   /** Work refused at a queue bound. */
   private final LongAdder refused = new LongAdder();
-  /** Statements sent, BEGIN/COMMIT/ROLLBACK and connection opens included: the round trips the guard costs. */
+  /**
+   * Round trips: statements sent, BEGIN/COMMIT/ROLLBACK and connection opens included, where
+   * statements sent together ({@link #together}) count once.
+   */
   private final LongAdder roundTrips;
 
   /** Round trips to MySQL made through this {@code Db} so far (for metrics, benchmarks and tests). */

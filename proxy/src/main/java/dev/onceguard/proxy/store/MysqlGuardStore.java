@@ -41,8 +41,8 @@ import java.util.concurrent.CompletionStage;
  * between them ({@link Db#together}, the connections allow multi-statements). Alone, an accepted
  * record costs one round trip to claim when it creates its entity (BEGIN, INSERT ledger, INSERT
  * entity, COMMIT together), two for another transition with one from-state (BEGIN, INSERT ledger,
- * UPDATE entity together; COMMIT), four with several from-states (each statement alone, then the
- * from-state read), and one two-table UPDATE (ledger DONE and entity released in one statement,
+ * UPDATE entity together; COMMIT), six with several from-states (each statement alone, the
+ * from-state read and recorded among them), and one two-table UPDATE (ledger DONE and entity released in one statement,
  * autocommit) to confirm; an exact replay that misses L1 costs one round trip refused, ROLLBACK
  * and one SELECT. Under load, claims and confirms that are ready together are written as groups
  * (see {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
@@ -50,7 +50,10 @@ import java.util.concurrent.CompletionStage;
  * trips; and one UPDATE of the ledger and one of the entities for a group of confirms, in two.
  * A route without a machine has one statement per step, run in autocommit, alone and in groups (a
  * group of its claims is one multi-row INSERT, of its confirms one UPDATE). A lost CAS costs the
- * rollback and one SELECT of the entity, plus one SELECT of the applied rows when the guard asks.
+ * DELETE of its claim's ledger row before the COMMIT (sent together) and one SELECT of the entity,
+ * plus one SELECT of the applied rows when the guard asks; a creating event whose entity exists
+ * costs its group the refused round trip, the ROLLBACK and one SELECT of entities beside the one
+ * of ledger rows.
  */
 public final class MysqlGuardStore implements GuardStore {
   /** The database's clock in epoch milliseconds (sessions run in UTC, see {@link Db}). */
@@ -333,10 +336,12 @@ public final class MysqlGuardStore implements GuardStore {
         + " WHERE (l.route, l.dedup_key) IN (" + in + ")", MysqlGuardStore::ledgerRow, args.toArray())) {
       existing.put(r.route() + "\u0000" + r.dedupKey(), r);
     }
+    java.util.Set<String> entities = existingEntities(c, group, existing);
     List<ClaimCommand> fresh = new ArrayList<>();
+    List<ClaimCommand> entityExists = new ArrayList<>();
     for (ClaimCommand cmd : group) {
       if (!existing.containsKey(cmd.route() + "\u0000" + cmd.extracted().dedupKey())) {
-        fresh.add(cmd);
+        (entities.contains(entityKey(cmd)) ? entityExists : fresh).add(cmd);
       }
     }
     List<InGroup> outcomes = List.of();
@@ -359,9 +364,38 @@ public final class MysqlGuardStore implements GuardStore {
     int next = 0;
     for (ClaimCommand cmd : group) {
       LedgerRow row = existing.get(cmd.route() + "\u0000" + cmd.extracted().dedupKey());
-      out.add(row != null ? new Done(new ClaimOutcome.LedgerConflict(row)) : outcomes.get(next++));
+      out.add(row != null ? new Done(new ClaimOutcome.LedgerConflict(row)) : entityExists.contains(cmd) ? Refused.BY_ENTITY
+          : outcomes.get(next++));
     }
     return out;
+  }
+
+  /**
+   * Of the group's creating events without a ledger row in {@code existing}, the entities that
+   * exist ({@link #entityKey}), read in one SELECT: those claims' CAS is lost, so they are
+   * classified without being written (as a lost CAS whose ledger row is deleted again would be),
+   * and the others are written as a group again instead of row by row.
+   */
+  private java.util.Set<String> existingEntities(Connection c, List<ClaimCommand> group, Map<String, LedgerRow> existing)
+      throws SQLException {
+    StringBuilder in = new StringBuilder();
+    List<Object> args = new ArrayList<>();
+    for (ClaimCommand cmd : group) {
+      if (cmd.machine() != null && cmd.event().creating() && !existing.containsKey(cmd.route() + "\u0000" + cmd.extracted().dedupKey())) {
+        in.append(in.isEmpty() ? "" : ", ").append("(?, ?)");
+        args.add(cmd.machine());
+        args.add(cmd.extracted().entityId());
+      }
+    }
+    if (args.isEmpty()) {
+      return java.util.Set.of();
+    }
+    return new java.util.HashSet<>(Db.query(c, "SELECT machine, entity_id FROM " + entity + " WHERE (machine, entity_id) IN (" + in + ")",
+        r -> r.getString(1) + "\u0000" + r.getString(2), args.toArray()));
+  }
+
+  private static String entityKey(ClaimCommand cmd) {
+    return cmd.machine() + "\u0000" + cmd.extracted().entityId();
   }
 
   /** Claims written one statement per row: a refused INSERT of one row writes nothing, and the others go on. */
@@ -471,9 +505,6 @@ public final class MysqlGuardStore implements GuardStore {
     try {
       return Db.rollingBack(c, x -> {
         long[] n = Db.together(x, sql, args.toArray());
-        if (n[1] != group.size()) {
-          throw new IllegalStateException("the INSERT of " + group.size() + " ledger rows wrote " + n[1]);
-        }
         java.util.Set<ClaimCommand> lost = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         int first = creating.isEmpty() ? 2 : 3;
         for (int i = 0; i < cas.size(); i++) {
