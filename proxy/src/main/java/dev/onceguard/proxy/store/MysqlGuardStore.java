@@ -42,9 +42,9 @@ import java.util.concurrent.CompletionStage;
  * record costs one round trip to claim when it creates its entity (BEGIN, INSERT ledger, INSERT
  * entity, COMMIT together), two for another transition with one from-state (BEGIN, INSERT ledger,
  * UPDATE entity together; COMMIT), six with several from-states (each statement alone, the
- * from-state read and recorded among them), and one two-table UPDATE (ledger DONE and entity released in one statement,
- * autocommit) to confirm; an exact replay that misses L1 costs one round trip refused, ROLLBACK
- * and one SELECT. Under load, claims and confirms that are ready together are written as groups
+ * from-state read and recorded among them), and one two-table UPDATE (ledger DONE and entity
+ * released in one statement, autocommit) to confirm; an exact replay that misses L1 costs one
+ * round trip refused, ROLLBACK and one SELECT. Under load, claims and confirms that are ready together are written as groups
  * (see {@link CommitGroups}): one BEGIN and COMMIT per group, one multi-row INSERT for the group's
  * ledger rows, one for the entities it creates, one CAS per other transition, in one or two round
  * trips; and one UPDATE of the ledger and one of the entities for a group of confirms, in two.
