@@ -465,8 +465,7 @@ public final class MysqlGuardStore implements GuardStore {
   /**
    * The claims of a group as one transaction in one round trip, or two where it has CAS, instead
    * of one per statement (START TRANSACTION, the ledger INSERT, the entity INSERT, one CAS per
-   * transition, COMMIT: on a busy machine each round trip is two thread wake-ups as well as the
-   * network). START TRANSACTION, the ledger rows' INSERT, the creating events' entity INSERT and
+   * transition, COMMIT). START TRANSACTION, the ledger rows' INSERT, the creating events' entity INSERT and
    * every other transition's CAS travel together ({@link Db#together}), and COMMIT with them when
    * there is no CAS. Otherwise the CAS counts come back first, and COMMIT follows in the second
    * trip, after the DELETE of the ledger row of each claim whose CAS was lost (that claim then
@@ -957,11 +956,8 @@ public final class MysqlGuardStore implements GuardStore {
         throw new SomeClaimLost();
       }
       RecordTimeline.beforeCommit();
-      if (updates[1] == null) {
-        Db.exec(x, "COMMIT");
-      } else {
-        Db.together(x, List.of(updates[1].sql(), "COMMIT"), updates[1].args().toArray());
-      }
+      // a group with entities: the release statement exists (confirmGroup sends the others to confirmAll)
+      Db.together(x, List.of(updates[1].sql(), "COMMIT"), updates[1].args().toArray());
       return Collections.nCopies(group.size(), true);
     });
   }
