@@ -206,7 +206,7 @@ public final class Bench {
             if (s.paced) {
               Stats st = runner.paced(s, o.pacedRate());
               System.out.printf(Locale.ROOT, "paced %d  %-22s at %d rec/s: p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id,
-                  o.pacedRate(), st.p50(), st.p99(), st.count(), atBusiness(st));
+                  o.pacedRate(), st.p50(), st.p99(), st.count(), atBusiness(st) + acks(st));
             }
           }
         }
@@ -232,7 +232,7 @@ public final class Bench {
             Stats st = runner.paced(s, rate);
             paced.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
             System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
-                st.count(), atBusiness(st));
+                st.count(), atBusiness(st) + acks(st));
           }
         }
       }
@@ -244,7 +244,7 @@ public final class Bench {
             Stats st = runner.paced(s, LOW_PACED_RATE);
             pacedLow.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
             System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
-                st.count(), atBusiness(st));
+                st.count(), atBusiness(st) + acks(st));
           }
         }
       }
@@ -310,6 +310,11 @@ public final class Bench {
       st.steps().forEach((step, q) -> sb.append(String.format(Locale.ROOT, " %s p50/p99 %.1f/%.1f ms", step, q[0], q[1])));
     }
     return sb.toString();
+  }
+
+  /** "; broker acks p99/max … ms" for a paced run, else empty. */
+  static String acks(Stats st) {
+    return st.acks() == null ? "" : String.format(Locale.ROOT, "; broker acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs());
   }
 
   /** Median of the values, or NaN for none. */
@@ -446,11 +451,12 @@ public final class Bench {
         if (traced) {
           timelines.start();
         }
-        kafka.producePaced(topic, w.paced(n), rate);
+        BenchKafka.Acks acks = kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
         tracedOk = s;
-        return guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm())
+        Stats st = guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm())
             : processSteps != null ? done.stats().withAtBusiness(null, processSteps.disarm()) : done.stats();
+        return st.withAcks(acks);
       } finally {
         if (traced) {
           timelines.stop(tracedOk, rate * o.pacedSeconds());

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -52,18 +53,46 @@ final class BenchKafka implements AutoCloseable {
   }
 
   /** Sends at {@code perSecond}, on a fixed schedule (a late send does not shift the next). */
-  void producePaced(String topic, List<byte[][]> records, int perSecond) throws InterruptedException {
+  Acks producePaced(String topic, List<byte[][]> records, int perSecond) throws InterruptedException {
     long start = System.nanoTime();
     long every = TimeUnit.SECONDS.toNanos(1) / perSecond;
+    AtomicLongArray ackMicros = new AtomicLongArray(records.size());
     for (int i = 0; i < records.size(); i++) {
       long due = start + i * every;
       long wait = due - System.nanoTime();
       if (wait > 0) {
         TimeUnit.NANOSECONDS.sleep(wait);
       }
-      producer.send(new ProducerRecord<>(topic, records.get(i)[0], records.get(i)[1]));
+      long sentAt = System.nanoTime();
+      int k = i;
+      producer.send(new ProducerRecord<>(topic, records.get(i)[0], records.get(i)[1]),
+          (meta, err) -> ackMicros.set(k, err == null ? Math.max(1, (System.nanoTime() - sentAt) / 1_000) : -1));
     }
     producer.flush();
+    long[] micros = new long[ackMicros.length()];
+    for (int i = 0; i < micros.length; i++) {
+      micros[i] = ackMicros.get(i);
+    }
+    return Acks.of(micros);
+  }
+
+  /**
+   * How long the broker took to acknowledge a paced window's records, from {@code send} to its
+   * callback ({@code acks=all}): a record's age includes this, whatever consumes it.
+   *
+   * @param p99Ms 99th percentile, ms
+   * @param maxMs the slowest, ms
+   */
+  record Acks(double p99Ms, double maxMs) {
+    /** From each record's acknowledgement time in µs; a record without one (0 or negative) is left out. */
+    static Acks of(long[] micros) {
+      double[] ms = java.util.Arrays.stream(micros).filter(v -> v > 0).sorted().mapToDouble(v -> v / 1000.0).toArray();
+      if (ms.length == 0) {
+        return new Acks(Double.NaN, Double.NaN);
+      }
+      int i = (int) Math.min(ms.length - 1, Math.max(0, Math.ceil(0.99 * ms.length) - 1));
+      return new Acks(ms[i], ms[ms.length - 1]);
+    }
   }
 
   @Override

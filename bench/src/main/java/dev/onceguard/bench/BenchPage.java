@@ -273,7 +273,28 @@ final class BenchPage {
         + " rec/s (`age_vs_baseline` in the results).%n%n", low.rate(), fmtSigned(lowVs.get("p50_diff_ms")), fmtSigned(lowVs.get("p99_diff_ms")), r.pacedRate,
         fmtNumber(halfVs.get("p99_ratio")), fmtNumber(lowVs.get("process_p99_ratio")), low.rate(), fmtNumber(vs.get("process_p99_ratio")),
         r.pacedRate));
+    md.append(String.format(Locale.ROOT, "Each paced window's p99 age against the slowest acknowledgement the broker gave its records (from the"
+        + " bench's `send` to its callback, `acks=all`), ms, in run order. A record's age includes its acknowledgement whatever consumes"
+        + " it, and 1%% of a %d s window's records arrive within %d ms: a window in which the broker held its answers about that long has"
+        + " a p99 near the slowest acknowledgement in every scenario.%n%n", o.pacedSeconds(), o.pacedSeconds() * 10));
+    md.append("| scenario | p99 / slowest ack at " + low.rate() + " rec/s | p99 / slowest ack at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
+    for (Scenario s : Bench.LOW_PACED) {
+      Results.Row row = r.rows.get(s);
+      if (low.of(s).isEmpty() && row.pacedRuns().isEmpty()) {
+        continue;
+      }
+      md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, perWindow(low.of(s)), perWindow(row.pacedRuns())));
+    }
+    md.append('\n');
     return md.toString();
+  }
+
+  /** "p99 / slowest ack" of each run, in order, or a dash. */
+  private static String perWindow(List<Stats> runs) {
+    if (runs.isEmpty()) {
+      return "–";
+    }
+    return runs.stream().map(st -> Results.fmt(st.p99(), 0) + " / " + Results.fmt(st.slowestAck(), 0)).collect(Collectors.joining(", "));
   }
 
   private static String fmtSigned(Object v) {

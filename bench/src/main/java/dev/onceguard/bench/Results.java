@@ -18,7 +18,8 @@ import java.util.function.Function;
  * The run's figures: per scenario the medians over its repeats, the FOR UPDATE vs CAS microbenchmark's rows
  * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
- * db_cpu_ms_per_record, p50_ms, p99_ms}}, "seed": [...], "rss_mb": {idle, load}}}, plus
+ * db_cpu_ms_per_record, p50_ms, p99_ms, paced_windows: [{p99_ms, slowest_ack_ms}]}}, "seed": [...],
+ * "rss_mb": {idle, load}}}, plus
  * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}, and with {@code --trace}
  * {@code "timeline"} ({@link Timelines#json}); values that were not measured are null.
  */
@@ -139,6 +140,24 @@ final class Results {
     return new Results(info, rows, rate, rss, seed, present, scale, low);
   }
 
+  /**
+   * Each paced run's {@code {p99_ms, slowest_ack_ms}}, in run order: the broker's slowest
+   * acknowledgement beside the age it bounds from below; null without paced runs.
+   */
+  static List<Map<String, Object>> windows(List<Stats> runs) {
+    if (runs.isEmpty()) {
+      return null;
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (Stats st : runs) {
+      Map<String, Object> w = new LinkedHashMap<>();
+      w.put("p99_ms", round(st.p99(), 2));
+      w.put("slowest_ack_ms", round(st.slowestAck(), 2));
+      out.add(w);
+    }
+    return out;
+  }
+
   /** Median of the non-null, finite values, or null when there are none. */
   static Double median(List<Stats> runs, Function<Stats, ? extends Number> f) {
     double m = Bench.median(runs.stream().map(f).filter(Objects::nonNull).mapToDouble(Number::doubleValue)
@@ -166,6 +185,7 @@ final class Results {
         steps.put(step, t);
       });
       m.put("steps", steps.isEmpty() ? null : steps);
+      m.put("paced_windows", windows(r.pacedRuns()));
       scenarios.put(r.scenario().id, m);
     }
     Map<String, Object> rssMb = new LinkedHashMap<>();
@@ -191,6 +211,7 @@ final class Results {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("p50_ms", round(low.p50(s), 2));
       m.put("p99_ms", round(low.p99(s), 2));
+      m.put("paced_windows", windows(low.of(s)));
       lowScenarios.put(s.id, m);
     }
     Map<String, Object> lowNode = new LinkedHashMap<>();

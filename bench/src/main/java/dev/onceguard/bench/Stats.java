@@ -15,10 +15,13 @@ package dev.onceguard.bench;
  *     them (before the confirm that ends them); else null
  * @param steps for a guarded paced run, per step the pipeline reports (claim, handle, confirm)
  *     its {p50, p99} in ms over the same records; else null
+ * @param acks for a paced run, how long the broker took to acknowledge its records (in every
+ *     scenario's age, whatever consumes them); else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
-    double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps) {
+    double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps,
+    BenchKafka.Acks acks) {
   /** The p50 age at the business of a guarded in-process paced run, else null. */
   Double businessP50() {
     return atBusiness == null ? null : atBusiness.p50();
@@ -31,6 +34,16 @@ record Stats(int count, double throughput, double p50, double p99, Double jvmCpu
 
   Stats withAtBusiness(Stats b, java.util.Map<String, double[]> stepTimes) {
     return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b,
-        stepTimes);
+        stepTimes, acks);
+  }
+
+  Stats withAcks(BenchKafka.Acks a) {
+    return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, atBusiness,
+        steps, a);
+  }
+
+  /** The slowest broker acknowledgement of a paced run's records, ms, or null. */
+  Double slowestAck() {
+    return acks == null || Double.isNaN(acks.maxMs()) ? null : acks.maxMs();
   }
 }

@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 
 class ResultsTest {
   private static Stats run(double throughput, double p50, double p99, Stats atBusiness) {
-    return new Stats(1000, throughput, p50, p99, null, null, null, new double[0], Map.of(), atBusiness, null);
+    return new Stats(1000, throughput, p50, p99, null, null, null, new double[0], Map.of(), atBusiness, null, null);
   }
 
   private static Stats aged(double p50, double p99) {
@@ -34,5 +34,37 @@ class ResultsTest {
     assertThat(vs.get("r100")).isEqualTo(Map.of("p50_diff_ms", 2.0, "p99_diff_ms", 4.0, "process_p99_ratio", 1.5));
     assertThat(vs.get("half_max")).isEqualTo(Map.of("p99_ratio", 4.0));
     assertThat(vs.get("process_p99_ratio")).isEqualTo(2.5);
+  }
+
+  @Test
+  void acks_p99AndSlowest_leaveOutRecordsWithoutAnAcknowledgement() {
+    long[] micros = new long[200];
+    for (int i = 0; i < micros.length; i++) {
+      micros[i] = 1_000 + i;
+    }
+    micros[7] = 250_000;
+    micros[8] = 0;
+    micros[9] = -1;
+
+    BenchKafka.Acks a = BenchKafka.Acks.of(micros);
+
+    // 198 acknowledged: the 99th percentile is the 197th (ceil(0.99 * 198)) of them in order
+    assertThat(a.maxMs()).isEqualTo(250.0);
+    assertThat(a.p99Ms()).isEqualTo(1.199);
+    assertThat(BenchKafka.Acks.of(new long[] {0, -1}).maxMs()).isNaN();
+  }
+
+  @Test
+  void pacedWindows_pairEachRunsP99WithItsSlowestAck_inRunOrder() {
+    Stats slow = aged(3, 172).withAcks(new BenchKafka.Acks(120.5, 240.25));
+    Stats quiet = aged(2, 6).withAcks(new BenchKafka.Acks(2.0, 31.0));
+
+    List<Map<String, Object>> w = Results.windows(List.of(slow, quiet, aged(2, 5)));
+
+    assertThat(w).hasSize(3);
+    assertThat(w.get(0)).isEqualTo(Map.of("p99_ms", 172.0, "slowest_ack_ms", 240.25));
+    assertThat(w.get(1)).isEqualTo(Map.of("p99_ms", 6.0, "slowest_ack_ms", 31.0));
+    assertThat(w.get(2)).containsEntry("p99_ms", 5.0).containsEntry("slowest_ack_ms", null);
+    assertThat(Results.windows(List.of())).isNull();
   }
 }
