@@ -1,7 +1,6 @@
 package dev.onceguard.it.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.RecordingBusiness.Call;
@@ -124,7 +123,7 @@ class LayerAblation {
           ScenarioEnv.Instance in = ScenarioEnv.Instance.of(id, business.target());
           instances.add(InProcessSidecar.start(new ConfigReader(Map.of()).parse(yaml(env.yaml(in), c), env.name + "/" + id)));
         }
-        awaitMembers(env, instances.size());
+        env.awaitMembers(instances.size());
         ScenarioDriver driver = new ScenarioDriver(scenario, env, business).settleEachWave()
             .expireL1By(DAY.multipliedBy(COMPENSATION_DAYS));
         long[] before = counters(instances);
@@ -327,15 +326,6 @@ class LayerAblation {
         + " included. The experiment took %.0f s; load average %s at its start, %s at its end.", SEED, scenario.records(),
         scenario.lines().size(), PARTITIONS,
         COMPENSATION_DAYS, DAY.toSeconds(), DAY.toSeconds() * 30, DAY.toSeconds() * 7, seconds, load, AnswerFiles.loadAverage());
-  }
-
-  /** Until every route group has {@code n} members that own partitions. */
-  private static void awaitMembers(ScenarioEnv env, int n) {
-    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(250)).untilAsserted(() -> {
-      for (String g : env.groups.values()) {
-        assertThat(env.kafka.activeMembers(g)).as("members of %s owning partitions", g).isEqualTo(n);
-      }
-    });
   }
 
   private static String orEmpty(String s) {

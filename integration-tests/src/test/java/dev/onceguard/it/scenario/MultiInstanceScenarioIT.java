@@ -1,7 +1,6 @@
 package dev.onceguard.it.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import dev.onceguard.it.RecordingBusiness;
 import dev.onceguard.it.scenario.OrderScenario.Settings;
@@ -10,7 +9,6 @@ import dev.onceguard.it.scenario.ScenarioChecker.Strictness;
 import dev.onceguard.it.scenario.ScenarioDriver.Hook;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -36,18 +34,18 @@ class MultiInstanceScenarioIT {
         // a short lease: a claim abandoned by a revocation is taken over by the partition's next owner after it
         instances.add(InProcessSidecar.start(env.config(ScenarioEnv.Instance.of("scn-i1", business.target()).lease("5s"))));
         instances.add(InProcessSidecar.start(env.config(ScenarioEnv.Instance.of("scn-i2", business.target()).lease("5s"))));
-        awaitMembers(env, 2);
+        env.awaitMembers(2);
         ScenarioDriver driver = new ScenarioDriver(scenario, env, business);
         driver.run(
             new Hook(0, 0.3, "adding instances 3 and 4", () -> {
               instances.add(start(env, "scn-i3", business.target()));
               instances.add(start(env, "scn-i4", business.target()));
-              awaitMembers(env, 4);
+              env.awaitMembers(4);
               driver.log("all five groups have 4 members with partitions");
             }),
             new Hook(2, 0.3, "closing instance 2 (its partitions move to the others)", () -> {
               instances.get(1).close();
-              awaitMembers(env, 3);
+              env.awaitMembers(3);
               driver.log("all five groups have 3 members with partitions");
             }));
         Result r = new ScenarioChecker(scenario, env, business, driver, Strictness.REPLAYS).check();
@@ -76,15 +74,5 @@ class MultiInstanceScenarioIT {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-  }
-
-  /** Until every route group has {@code n} members that own partitions (the rebalance finished). */
-  private static void awaitMembers(ScenarioEnv env, int n) {
-    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(250))
-        .untilAsserted(() -> {
-          for (String g : env.groups.values()) {
-            assertThat(env.kafka.activeMembers(g)).as("members of %s owning partitions", g).isEqualTo(n);
-          }
-        });
   }
 }

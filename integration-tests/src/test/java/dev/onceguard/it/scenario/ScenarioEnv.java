@@ -1,9 +1,13 @@
 package dev.onceguard.it.scenario;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.onceguard.it.ItEnv;
 import dev.onceguard.it.KafkaSupport;
 import dev.onceguard.proxy.config.ConfigReader;
 import dev.onceguard.proxy.config.SidecarConfig;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -199,5 +203,14 @@ final class ScenarioEnv implements AutoCloseable {
         kafka.close();
       }
     }
+  }
+
+  /** Until every route group has {@code n} members that own partitions (its rebalance finished). */
+  void awaitMembers(int n) {
+    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(250)).untilAsserted(() -> {
+      for (String g : groups.values()) {
+        assertThat(kafka.activeMembers(g)).as("members of %s owning partitions", g).isEqualTo(n);
+      }
+    });
   }
 }
