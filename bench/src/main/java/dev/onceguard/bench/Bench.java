@@ -312,9 +312,9 @@ public final class Bench {
     return sb.toString();
   }
 
-  /** "; broker acks p99/max … ms" for a paced run, else empty. */
+  /** "; acks p99/max … ms" (send to callback) for a paced run, else empty. */
   static String acks(Stats st) {
-    return st.acks() == null ? "" : String.format(Locale.ROOT, "; broker acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs());
+    return st.acks() == null ? "" : String.format(Locale.ROOT, "; acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs());
   }
 
   /** Median of the values, or NaN for none. */

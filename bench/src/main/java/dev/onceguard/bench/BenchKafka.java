@@ -77,8 +77,9 @@ final class BenchKafka implements AutoCloseable {
   }
 
   /**
-   * How long the broker took to acknowledge a paced window's records, from {@code send} to its
-   * callback ({@code acks=all}): a record's age includes this, whatever consumes it.
+   * How long a paced window's records waited for their acknowledgement, from {@code send} to the
+   * callback ({@code acks=all}: the producer client and the broker together). A record's age
+   * includes this, whatever consumes it.
    *
    * @param p99Ms 99th percentile, ms
    * @param maxMs the slowest, ms
@@ -87,11 +88,7 @@ final class BenchKafka implements AutoCloseable {
     /** From each record's acknowledgement time in µs; a record without one (0 or negative) is left out. */
     static Acks of(long[] micros) {
       double[] ms = java.util.Arrays.stream(micros).filter(v -> v > 0).sorted().mapToDouble(v -> v / 1000.0).toArray();
-      if (ms.length == 0) {
-        return new Acks(Double.NaN, Double.NaN);
-      }
-      int i = (int) Math.min(ms.length - 1, Math.max(0, Math.ceil(0.99 * ms.length) - 1));
-      return new Acks(ms[i], ms[ms.length - 1]);
+      return new Acks(Completions.pct(ms, 0.99), ms.length == 0 ? Double.NaN : ms[ms.length - 1]);
     }
   }
 

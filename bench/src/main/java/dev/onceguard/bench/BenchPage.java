@@ -273,10 +273,11 @@ final class BenchPage {
         + " rec/s (`age_vs_baseline` in the results).%n%n", low.rate(), fmtSigned(lowVs.get("p50_diff_ms")), fmtSigned(lowVs.get("p99_diff_ms")), r.pacedRate,
         fmtNumber(halfVs.get("p99_ratio")), fmtNumber(lowVs.get("process_p99_ratio")), low.rate(), fmtNumber(vs.get("process_p99_ratio")),
         r.pacedRate));
-    md.append(String.format(Locale.ROOT, "Each paced window's p99 age against the slowest acknowledgement the broker gave its records (from the"
-        + " bench's `send` to its callback, `acks=all`), ms, in run order. A record's age includes its acknowledgement whatever consumes"
-        + " it, and 1%% of a %d s window's records arrive within %d ms: a window in which the broker held its answers about that long has"
-        + " a p99 near the slowest acknowledgement in every scenario.%n%n", o.pacedSeconds(), o.pacedSeconds() * 10));
+    md.append(String.format(Locale.ROOT, "Each paced window's p99 age against the slowest acknowledgement of its records (from the bench's"
+        + " `send` to its callback, `acks=all`: the producer client and the broker together), ms, in run order. A record's age includes"
+        + " its acknowledgement whatever consumes it, and 1%% of a %d s window's records arrive within %d ms: a window whose"
+        + " acknowledgements were held about that long has a p99 near the slowest of them in every scenario.%n%n", o.pacedSeconds(),
+        o.pacedSeconds() * 10));
     md.append("| scenario | p99 / slowest ack at " + low.rate() + " rec/s | p99 / slowest ack at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
     for (Scenario s : Bench.LOW_PACED) {
       Results.Row row = r.rows.get(s);

@@ -130,7 +130,8 @@ final class Completions {
         Map.copyOf(layers), null, null, null);
   }
 
-  private static double pct(double[] sorted, double p) {
+  /** The {@code p} quantile of ascending values (nearest rank), NaN for none. */
+  static double pct(double[] sorted, double p) {
     if (sorted.length == 0) {
       return Double.NaN;
     }

@@ -141,8 +141,8 @@ final class Results {
   }
 
   /**
-   * Each paced run's {@code {p99_ms, slowest_ack_ms}}, in run order: the broker's slowest
-   * acknowledgement beside the age it bounds from below; null without paced runs.
+   * Each paced run's {@code {p99_ms, slowest_ack_ms}}, in run order: the slowest acknowledgement
+   * of its records (send to callback) beside the age it is part of; null without paced runs.
    */
   static List<Map<String, Object>> windows(List<Stats> runs) {
     if (runs.isEmpty()) {

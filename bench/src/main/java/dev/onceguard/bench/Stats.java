@@ -15,8 +15,8 @@ package dev.onceguard.bench;
  *     them (before the confirm that ends them); else null
  * @param steps for a guarded paced run, per step the pipeline reports (claim, handle, confirm)
  *     its {p50, p99} in ms over the same records; else null
- * @param acks for a paced run, how long the broker took to acknowledge its records (in every
- *     scenario's age, whatever consumes them); else null
+ * @param acks for a paced run, how long its records waited for their acknowledgement, send to
+ *     callback (in every scenario's age, whatever consumes them); else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
@@ -42,7 +42,7 @@ record Stats(int count, double throughput, double p50, double p99, Double jvmCpu
         steps, a);
   }
 
-  /** The slowest broker acknowledgement of a paced run's records, ms, or null. */
+  /** The slowest acknowledgement of a paced run's records (send to callback), ms, or null. */
   Double slowestAck() {
     return acks == null || Double.isNaN(acks.maxMs()) ? null : acks.maxMs();
   }
