@@ -29,8 +29,8 @@ final class ClaimLoop {
 
   /**
    * @param onContention run for each {@link ContentionException} that got past the guard's own
-   *     retries, after which the claim runs again at once (the pipeline's handling); null: such a
-   *     failure is thrown
+   *     retries, after which the claim runs again at once (the pipeline's handling) until
+   *     {@code maxWaitMillis} pass; null: such a failure is thrown
    */
   static Verdict decide(Guard g, RouteConfig route, ExtractedEvent e, Source s, long maxWaitMillis, Runnable onContention)
       throws InterruptedException {
@@ -40,7 +40,9 @@ final class ClaimLoop {
       try {
         r = g.claim(route, e, s).toCompletableFuture().join();
       } catch (CompletionException x) {
-        if (onContention != null && x.getCause() instanceof ContentionException) {
+        // past the deadline contention fails the record like any error, instead of a loop
+        // without end when something keeps every claim of an entity conflicting
+        if (onContention != null && x.getCause() instanceof ContentionException && System.currentTimeMillis() <= deadline) {
           onContention.run();
           continue;
         }

@@ -357,6 +357,10 @@ class GaleraIT {
         groups[1], groups[0], groups[3], groups[2], t.duplicates.get(), cert[0], cert[1]);
     assertThat(groups[1]).as("claims went to the node in groups of several").isGreaterThan(groups[0]);
     assertClusterWhole("after the race");
+    assertThat(readOnEveryNode("SELECT e.entity_id, e.state, e.version, e.pending_key FROM og_entity e LEFT JOIN og_ledger l"
+        + " ON l.dedup_key = e.pending_key WHERE e.entity_id LIKE '" + prefix + "%' AND e.pending_key IS NOT NULL AND l.dedup_key IS NULL"))
+        .as("entities pending on a key that has no ledger row (nothing can confirm or take them over), on each node")
+        .allSatisfy(rows -> assertThat(rows).isEmpty());
     assertThat(t.outages).as("store outages").isEmpty();
     assertThat(t.others).as("verdicts other than accepted and duplicate").isEmpty();
     assertThat(acceptedPerFact).as("accepted transitions").hasSize(orders * 4);

@@ -22,6 +22,7 @@ import dev.onceguard.v1.Reason;
 import dev.onceguard.v1.Verdict;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -1227,6 +1228,63 @@ class GuardIT {
     assertThat(entityState(created)).isEqualTo("created");
     assertThat(grouped.groupCounts()[0]).as("claim groups: the blocked claim alone, then the four behind it").isEqualTo(2);
     assertThat(grouped.groupCounts()[1]).isEqualTo(5);
+  }
+
+  /**
+   * A claim whose CAS finds its entity pending on the claim's own key — here a trigger sets the
+   * key as the claim's ledger row is written; on a cluster, a CAS whose count was read wrong, or
+   * another claim of the key by the same owner that committed meanwhile — never deletes that key's
+   * ledger row: the entity's pending key and its row stay together. The claim then meets its own
+   * row, takes it over (flagged) and its confirm releases the entity. A claim alone (its
+   * statements sent together) and a group written row by row (two copies of the key) both.
+   */
+  @Test
+  void lostCas_whileTheEntityHoldsTheClaimsOwnKey_keepsItsLedgerRow_entityReleasedByTheConfirm() throws Exception {
+    Guard setup = fx.guard(uniq("held-setup"), null);
+    String alone = orderIn(setup, "created");
+    String grouped = orderIn(setup, "created");
+    String blocker = orderIn(setup, "created");
+    fx.db.execute("CREATE TRIGGER og_it_holds_key AFTER INSERT ON og_ledger FOR EACH ROW"
+        + " IF NEW.event = 'pay' AND NEW.entity_id IN ('" + alone + "', '" + grouped + "') THEN"
+        + " UPDATE og_entity SET prev_state = state, state = 'paid', version = version + 1, pending_key = NEW.dedup_key,"
+        + " pending_until = NEW.lease_until WHERE machine = 'order' AND entity_id = NEW.entity_id;"
+        + " END IF");
+    try {
+      MysqlGuardStore store = new MysqlGuardStore(fx.db, "og_", 1);
+      Guard g = guardOwning(store, uniq("held"));
+      ClaimResult one = claimOrder(g, order(alone, "pay")).get(10, TimeUnit.SECONDS);
+
+      RowLock lock = RowLock.hold(blocker);
+      var first = claimOrder(g, order(blocker, "pay"));
+      String twice = order(grouped, "pay");
+      var copyA = claimOrder(g, twice);
+      var copyB = claimOrder(g, twice);
+      Thread.sleep(100);
+      lock.release();
+      assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Accepted.class);
+      List<ClaimResult> copies = List.of(copyA.get(10, TimeUnit.SECONDS), copyB.get(10, TimeUnit.SECONDS));
+
+      for (var c : List.of(Map.entry(alone, List.of(one)), Map.entry(grouped, copies))) {
+        String id = c.getKey();
+        List<ClaimResult.Accepted> accepted = c.getValue().stream().filter(r -> r instanceof ClaimResult.Accepted)
+            .map(r -> (ClaimResult.Accepted) r).toList();
+        assertThat(accepted).as("claims of %s accepted", id).hasSize(1);
+        Claim claim = accepted.get(0).claim();
+        assertThat(claim.redelivery()).as("taken over from its own row: flagged").isTrue();
+        assertThat(fx.string("SELECT pending_key FROM og_entity WHERE machine = 'order' AND entity_id = ?", id))
+            .isEqualTo(claim.dedupKey());
+        assertThat(fx.string("SELECT status FROM og_ledger WHERE route = 'orders' AND dedup_key = ?", claim.dedupKey()))
+            .as("the ledger row of the key %s holds", id).isEqualTo("PENDING");
+        assertThat(g.confirm(fx.route("orders"), claim).toCompletableFuture().get(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(fx.string("SELECT CONCAT(state, '/', COALESCE(pending_key, '-')) FROM og_entity WHERE machine = 'order'"
+            + " AND entity_id = ?", id)).as("entity %s released", id).isEqualTo("paid/-");
+        assertThat(fx.string("SELECT status FROM og_ledger WHERE route = 'orders' AND dedup_key = ?", claim.dedupKey())).isEqualTo("DONE");
+      }
+      assertThat(store.groupCounts()).as("claim groups (the one alone, the blocker, both copies together) and their claims")
+          .startsWith(3, 4);
+    } finally {
+      fx.db.execute("DROP TRIGGER IF EXISTS og_it_holds_key");
+    }
   }
 
   @Test

@@ -75,7 +75,10 @@ public final class MysqlGuardStore implements GuardStore {
   private final Leases leases;
   /** Explain and the operator's reset. */
   private final AdminQueries admin;
-  /** Deletes the ledger row a claim has just written (route, dedup key, owner) when its CAS was lost. */
+  /**
+   * Deletes the ledger row a claim has just written (route, dedup key, owner) when its CAS was
+   * lost, unless the entity holds that key (see the constructor).
+   */
   private final String deleteOwnPending;
 
   /** Records in one group transaction at most: a larger group holds its row locks longer. */
@@ -108,8 +111,14 @@ public final class MysqlGuardStore implements GuardStore {
     this.decisions = new DecisionLog(db, tablePrefix + "decision", 4 * MAX_GROUP_SIZE);
     this.leases = new Leases(db, ledger, entity, owners);
     this.admin = new AdminQueries(db, ledger, entity, decision, owners, decisions);
+    // never the row of a key the entity holds: an entity's pending key and its ledger row are
+    // written together and must never be separated, or nothing can confirm, abort or take over the
+    // entity again. Its own applied CAS (a count read wrong) or another claim of the key by this
+    // owner that committed meanwhile keeps its row so; the claim then meets that row as a ledger
+    // conflict (its own it takes over, flagged; another claim's is in flight).
     this.deleteOwnPending = "DELETE FROM " + ledger + " WHERE route = ? AND dedup_key = ? AND owner = ? AND attempts = 1"
-        + " AND status = 'PENDING'";
+        + " AND status = 'PENDING' AND NOT EXISTS (SELECT 1 FROM " + entity + " e WHERE e.machine = ? AND e.entity_id = ?"
+        + " AND e.pending_key = ?)";
   }
 
   /**
@@ -516,7 +525,7 @@ public final class MysqlGuardStore implements GuardStore {
           List<Object> endArgs = new ArrayList<>();
           for (ClaimCommand cmd : lost) {
             end.add(deleteOwnPending);
-            endArgs.addAll(List.of(cmd.route(), cmd.extracted().dedupKey(), cmd.owner()));
+            endArgs.addAll(deleteOwnPendingArgs(cmd));
           }
           end.add("COMMIT");
           RecordTimeline.beforeCommit();
@@ -546,10 +555,15 @@ public final class MysqlGuardStore implements GuardStore {
     }
     Step step = applyCas(c, cmd);
     if (step == Step.CAS_LOST) {
-      Db.update(c, deleteOwnPending, cmd.route(), cmd.extracted().dedupKey(), cmd.owner());
+      Db.update(c, deleteOwnPending, deleteOwnPendingArgs(cmd).toArray());
       return Refused.BY_ENTITY;
     }
     return new Done(afterCas(c, cmd, step, knownFrom, null));
+  }
+
+  private static List<Object> deleteOwnPendingArgs(ClaimCommand cmd) {
+    ExtractedEvent e = cmd.extracted();
+    return List.of(cmd.route(), e.dedupKey(), cmd.owner(), cmd.machine(), e.entityId(), e.dedupKey());
   }
 
   private static ClaimOutcome claimed(ClaimCommand cmd, String fromState, LedgerRow rejected) {
