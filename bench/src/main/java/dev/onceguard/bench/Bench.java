@@ -56,10 +56,13 @@ public final class Bench {
    *     only choice of a full run: with {@code --only}, paced runs happen only at a given rate)
    * @param trace whether the paced runs at 100 rec/s (every paced run with {@code --only}) follow each
    *     record's steps ({@link dev.onceguard.proxy.trace.RecordTimeline}) and report where the time goes
+   * @param pacedLeadSeconds seconds of records at the paced rate before each paced window, not
+   *     counted (0, the default: none); the first window of an invocation meets the JIT still
+   *     compiling, which the paced line's JIT figure shows
    */
   record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
       String label, Path out, Path docs, Path seedJson, Path sidecarJar, List<String> args, java.util.Set<Scenario> only, Path jfr,
-      int pacedRate, boolean trace) {
+      int pacedRate, boolean trace, int pacedLeadSeconds) {
     static Options parse(String[] args) {
       int records = 10_000;
       int repeats = 3;
@@ -77,6 +80,7 @@ public final class Bench {
       Path jfr = null;
       int pacedRate = 0;
       boolean trace = false;
+      int lead = 0;
       List<String> shown = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
@@ -109,16 +113,22 @@ public final class Bench {
           }
           case "--jfr" -> jfr = Path.of(v);
           case "--paced-rate" -> pacedRate = positive(a, v);
+          case "--paced-lead-seconds" -> {
+            lead = Integer.parseInt(v);
+            if (lead < 0) {
+              throw new IllegalArgumentException(a + ": must be 0 or more, was " + v);
+            }
+          }
           default -> throw new IllegalArgumentException("unknown option " + a + " (known: --records, --repeats, --partitions,"
               + " --paced-seconds, --warmup, --pool, --command, --label, --out, --docs, --seed-json, --sidecar-jar, --only, --jfr, --paced-rate,"
-              + " --trace)");
+              + " --paced-lead-seconds, --trace)");
         }
         if (!a.equals("--command") && !a.equals("--label")) {
           shown.add(a + " " + v);
         }
       }
       return new Options(records, repeats, partitions, paced, warmup, pool, command, label, out, docs, seed, jar, shown, only, jfr,
-          pacedRate, trace);
+          pacedRate, trace, lead);
     }
 
     boolean runs(Scenario s) {
@@ -314,7 +324,8 @@ public final class Bench {
 
   /** "; acks p99/max … ms" (send to callback) for a paced run, else empty. */
   static String acks(Stats st) {
-    return st.acks() == null ? "" : String.format(Locale.ROOT, "; acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs());
+    return (st.jitCpuMsPerRecord() == null ? "" : String.format(Locale.ROOT, "; JIT %.3f ms/rec", st.jitCpuMsPerRecord()))
+        + (st.acks() == null ? "" : String.format(Locale.ROOT, "; acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs()));
   }
 
   /** Median of the values, or NaN for none. */
@@ -439,6 +450,13 @@ public final class Bench {
       try (AutoCloseable consumer = start(s, topic, db, done)) {
         ScrapedSteps processSteps = consumer instanceof ProcessRun p ? p.steps() : null;
         done.await(warmup, Duration.ofMinutes(3));
+        // the paced regime itself, not counted (--paced-lead-seconds)
+        int lead = rate * o.pacedLeadSeconds();
+        if (lead > 0) {
+          done.reset(lead);
+          kafka.producePaced(topic, w.paced(lead), rate);
+          done.await(lead, Duration.ofMinutes(3));
+        }
         int n = rate * o.pacedSeconds();
         done.reset(n);
         if (guardedInProcess) {
