@@ -169,11 +169,19 @@ final class ClaimPolicy {
         return new TakeOver(r, false);
       }
     }
-    return classify(a, entity);
+    return classify(a, entity, rows.isEmpty());
   }
 
   /** The machine's view of a lost CAS, once any expired claim on the entity was dealt with. */
   static Decision classify(Attempt a, EntityRow entity) {
+    return classify(a, entity, false);
+  }
+
+  /**
+   * @param orphaned the entity's expired pending key has no PENDING ledger row: no claim holds it,
+   *     so nothing can confirm, abort or take it over, and the verdict says how to release it
+   */
+  static Decision classify(Attempt a, EntityRow entity, boolean orphaned) {
     EventConfig ev = a.event();
     Verdict.Builder vb = withEntity(a.verdict(), entity);
     StateMachine.Classification cl = a.machine().classify(ev, entity == null ? null : entity.state(), entity != null && entity.busy());
@@ -184,7 +192,10 @@ final class ClaimPolicy {
         boolean busy = entity != null && entity.busy();
         String why = entity == null ? "entity does not exist yet"
             : busy ? "entity has another transition pending (dedup key " + entity.pendingKey()
-                + (entity.pendingExpired()
+                + (orphaned
+                    ? ", its lease expired " + entity.pendingOverdueMillis() + " ms ago and no ledger row holds that key, so no claim"
+                        + " can finish it: `reset-entity --release-orphan` releases the entity"
+                    : entity.pendingExpired()
                     ? ", its lease expired " + entity.pendingOverdueMillis() + " ms ago and nobody took it over: see Explain" : "")
                 + ")"
             : "entity is in '" + entity.state() + "', not yet in " + ev.from();

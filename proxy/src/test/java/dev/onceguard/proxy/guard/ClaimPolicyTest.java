@@ -446,6 +446,18 @@ class ClaimPolicyTest {
     assertThat(w.ifTimedOut().getDetail()).contains("expired 1200 ms ago");
   }
 
+  @Test
+  void onExpiredPending_noLedgerRowHoldsTheKey_waitsAndNamesTheOrphanAndItsRelease() {
+    // a pending key whose ledger row is gone: no claim can confirm, abort or take it over
+    EntityRow e = new EntityRow("to_ship", 3, "key-0", 1_200L);
+
+    ClaimResult.Wait w = waited(ClaimPolicy.onExpiredPending(attempt("ship"), e, List.of()));
+
+    assertThat(w.kind()).isEqualTo(Kind.ENTITY_BUSY);
+    assertThat(w.ifTimedOut().getDetail()).contains("key-0", "expired 1200 ms ago", "no ledger row holds that key",
+        "reset-entity --release-orphan");
+  }
+
   // ------------------------------------------------------------------------- onApplied
 
   private static LedgerRow done(String dedupKey, String businessKey, String fingerprint, Source from) {
