@@ -18,7 +18,6 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.Iterator;
@@ -463,7 +462,7 @@ public final class Extractor {
 
   /** Length-prefixed (name, value) pairs, hashed with SHA-256. */
   static final class Canonical {
-    private final MessageDigest md = newDigest();
+    private final MessageDigest md = Sha256.fresh();
 
     void add(String name, String value) {
       put(name.getBytes(StandardCharsets.UTF_8));
@@ -481,14 +480,6 @@ public final class Extractor {
   }
 
   static String sha256(byte[] bytes) {
-    return HexFormat.of().formatHex(newDigest().digest(bytes));
-  }
-
-  private static MessageDigest newDigest() {
-    try {
-      return MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is required by the Java platform", e);
-    }
+    return HexFormat.of().formatHex(Sha256.of(bytes));
   }
 }

@@ -5,8 +5,6 @@ import dev.onceguard.v1.FieldDifference;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -231,10 +229,6 @@ public final class FieldDigests {
   }
 
   private static byte[] digest(String canonical) {
-    try {
-      return MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is required of every JVM", e);
-    }
+    return Sha256.of(canonical.getBytes(StandardCharsets.UTF_8));
   }
 }
