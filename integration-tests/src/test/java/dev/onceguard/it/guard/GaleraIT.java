@@ -162,7 +162,11 @@ class GaleraIT {
           copies.add(() -> decide(g, route, json, t));
         }
         ClaimLoop.Round r = ClaimLoop.atOnce(pool, copies, 60);
-        assertThat(r.accepted()).as("accepted in round %d", round).isEqualTo(1);
+        // on a failure, what each node holds of the entity and its ledger rows, and what the callers got
+        String held = r.accepted() == 1 ? "" : readOnEveryNode("SELECT state, version, pending_key, pending_until FROM og_entity"
+            + " WHERE entity_id = '" + id + "'") + " / " + readOnEveryNode("SELECT dedup_key, event, status, owner, attempts FROM og_ledger"
+            + " WHERE entity_id = '" + id + "' ORDER BY event") + " / " + r;
+        assertThat(r.accepted()).as("accepted in round %d %s", round, held).isEqualTo(1);
         t.accepted.addAndGet(r.accepted());
         t.duplicates.addAndGet(r.duplicates());
         t.reasons.addAll(r.duplicateReasons());
