@@ -286,8 +286,29 @@ final class BenchPage {
       }
       md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, perWindow(low.of(s)), perWindow(row.pacedRuns())));
     }
+    md.append("\nCPU per record in each paced window, ms, in run order, and in parentheses the part of it the JIT compilers used (a"
+        + " window that still compiles is not warm): this JVM's (the producer, the consumer or sidecar, the business) for the in-process"
+        + " scenarios; for `guard_machine_process`, the sidecar process's alone.\n\n");
+    md.append("| scenario | at " + low.rate() + " rec/s | at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
+    for (Scenario s : Bench.LOW_PACED) {
+      Results.Row row = r.rows.get(s);
+      if (low.of(s).isEmpty() && row.pacedRuns().isEmpty()) {
+        continue;
+      }
+      md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, cpuPerWindow(low.of(s)), cpuPerWindow(row.pacedRuns())));
+    }
     md.append('\n');
     return md.toString();
+  }
+
+  /** "CPU (JIT)" per record of each run, in order: the sidecar process's where it ran, else this JVM's; or a dash. */
+  private static String cpuPerWindow(List<Stats> runs) {
+    if (runs.isEmpty()) {
+      return "–";
+    }
+    return runs.stream().map(st -> st.sidecarCpu() != null
+        ? String.format(Locale.ROOT, "%.3f (%.3f)", st.sidecarCpu()[0], st.sidecarCpu()[1])
+        : Results.fmt(st.jvmCpuMsPerRecord(), 3) + " (" + Results.fmt(st.jitCpuMsPerRecord(), 3) + ")").collect(Collectors.joining(", "));
   }
 
   /** "p99 / slowest ack" of each run, in order, or a dash. */

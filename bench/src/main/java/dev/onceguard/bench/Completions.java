@@ -127,7 +127,7 @@ final class Completions {
     return new Stats(n, inWindow / seconds, pct(latMs, 0.50), pct(latMs, 0.99),
         window ? cpu.jvmMsPerRecord(first, last, inWindow) : null, window ? cpu.jitMsPerRecord(first, last, inWindow) : null,
         window ? cpu.dbMsPerRecord(first, last, inWindow) : null, latMs,
-        Map.copyOf(layers), null, null, null);
+        Map.copyOf(layers), null, null, null, null);
   }
 
   /** The {@code p} quantile of ascending values (nearest rank), NaN for none. */

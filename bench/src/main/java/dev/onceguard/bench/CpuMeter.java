@@ -42,7 +42,27 @@ public final class CpuMeter {
   }
 
   Sample sample() {
-    return new Sample(ticks(self), jitTicks(), db == null ? -1 : ticks(db));
+    return new Sample(ticks(self), jitTicks(Path.of("/proc/self/task")), db == null ? -1 : ticks(db));
+  }
+
+  /**
+   * Another process's CPU: {@code {ticks, of which its JIT compiler threads'}}, or null when it is
+   * gone. For a JVM of its own (the packaged sidecar) beside this one.
+   */
+  static long[] processTicks(long pid) {
+    long t = ticks(Path.of("/proc/" + pid + "/stat"));
+    return t < 0 ? null : new long[] {t, jitTicks(Path.of("/proc/" + pid + "/task"))};
+  }
+
+  /**
+   * Milliseconds per record of CPU between two {@link #processTicks} of one process: {@code {all,
+   * of which JIT}}, or null when either is missing or there were no records.
+   */
+  double[] processMsPerRecord(long[] from, long[] to, long records) {
+    if (from == null || to == null || records <= 0) {
+      return null;
+    }
+    return new double[] {(to[0] - from[0]) * msPerTick / records, Math.max(0, to[1] - from[1]) * msPerTick / records};
   }
 
   /** Milliseconds of CPU per record between two samples; {@code null} for the database when not measured. */
@@ -83,9 +103,10 @@ public final class CpuMeter {
     }
   }
 
-  private static long jitTicks() {
+  /** The ticks of the JIT compiler threads alive now among {@code taskDir}'s threads. */
+  private static long jitTicks(Path taskDir) {
     long sum = 0;
-    try (var tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+    try (var tasks = Files.newDirectoryStream(taskDir)) {
       for (Path t : tasks) {
         try {
           String comm = Files.readString(t.resolve("comm")).trim();

@@ -18,7 +18,9 @@ import java.util.function.Function;
  * The run's figures: per scenario the medians over its repeats, the FOR UPDATE vs CAS microbenchmark's rows
  * (as it wrote them) and the sidecar's RSS. {@link #writeJson} writes:
  * {@code {"scenarios": {NAME: {rec_per_s, ratio_vs_baseline, jvm_cpu_ms_per_record,
- * db_cpu_ms_per_record, p50_ms, p99_ms, paced_windows: [{p99_ms, slowest_ack_ms}]}}, "seed": [...],
+ * db_cpu_ms_per_record, p50_ms, p99_ms, paced_windows: [{p99_ms, slowest_ack_ms,
+ * jvm_cpu_ms_per_record, jit_cpu_ms_per_record, and for the packaged sidecar
+ * sidecar_process_cpu_ms_per_record, sidecar_process_jit_ms_per_record}]}}, "seed": [...],
  * "rss_mb": {idle, load}}}, plus
  * {@code "scale": [{instances, rtt_ms, rec_per_s, p50_ms, p99_ms}]}, and with {@code --trace}
  * {@code "timeline"} ({@link Timelines#json}); values that were not measured are null.
@@ -153,6 +155,12 @@ final class Results {
       Map<String, Object> w = new LinkedHashMap<>();
       w.put("p99_ms", round(st.p99(), 2));
       w.put("slowest_ack_ms", round(st.slowestAck(), 2));
+      w.put("jvm_cpu_ms_per_record", round(st.jvmCpuMsPerRecord(), 4));
+      w.put("jit_cpu_ms_per_record", round(st.jitCpuMsPerRecord(), 4));
+      if (st.sidecarCpu() != null) {
+        w.put("sidecar_process_cpu_ms_per_record", round(st.sidecarCpu()[0], 4));
+        w.put("sidecar_process_jit_ms_per_record", round(st.sidecarCpu()[1], 4));
+      }
       out.add(w);
     }
     return out;

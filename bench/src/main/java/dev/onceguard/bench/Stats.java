@@ -17,11 +17,13 @@ package dev.onceguard.bench;
  *     its {p50, p99} in ms over the same records; else null
  * @param acks for a paced run, how long its records waited for their acknowledgement, send to
  *     callback (in every scenario's age, whatever consumes them); else null
+ * @param sidecarCpu for a paced run of the packaged sidecar, its process's CPU per record over the
+ *     window, {all, of which its JIT compilers'} in ms; else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
     double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps,
-    BenchKafka.Acks acks) {
+    BenchKafka.Acks acks, double[] sidecarCpu) {
   /** The p50 age at the business of a guarded in-process paced run, else null. */
   Double businessP50() {
     return atBusiness == null ? null : atBusiness.p50();
@@ -34,12 +36,17 @@ record Stats(int count, double throughput, double p50, double p99, Double jvmCpu
 
   Stats withAtBusiness(Stats b, java.util.Map<String, double[]> stepTimes) {
     return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, b,
-        stepTimes, acks);
+        stepTimes, acks, sidecarCpu);
   }
 
   Stats withAcks(BenchKafka.Acks a) {
     return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, atBusiness,
-        steps, a);
+        steps, a, sidecarCpu);
+  }
+
+  Stats withSidecarCpu(double[] msPerRecord) {
+    return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, atBusiness,
+        steps, acks, msPerRecord);
   }
 
   /** The slowest acknowledgement of a paced run's records (send to callback), ms, or null. */

@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 
 class ResultsTest {
   private static Stats run(double throughput, double p50, double p99, Stats atBusiness) {
-    return new Stats(1000, throughput, p50, p99, null, null, null, new double[0], Map.of(), atBusiness, null, null);
+    return new Stats(1000, throughput, p50, p99, null, null, null, new double[0], Map.of(), atBusiness, null, null, null);
   }
 
   private static Stats aged(double p50, double p99) {
@@ -59,12 +59,18 @@ class ResultsTest {
     Stats slow = aged(3, 172).withAcks(new BenchKafka.Acks(120.5, 240.25));
     Stats quiet = aged(2, 6).withAcks(new BenchKafka.Acks(2.0, 31.0));
 
-    List<Map<String, Object>> w = Results.windows(List.of(slow, quiet, aged(2, 5)));
+    Stats process = aged(4, 11).withSidecarCpu(new double[] {0.32349, 0.14512});
 
-    assertThat(w).hasSize(3);
-    assertThat(w.get(0)).isEqualTo(Map.of("p99_ms", 172.0, "slowest_ack_ms", 240.25));
-    assertThat(w.get(1)).isEqualTo(Map.of("p99_ms", 6.0, "slowest_ack_ms", 31.0));
+    List<Map<String, Object>> w = Results.windows(List.of(slow, quiet, aged(2, 5), process));
+
+    assertThat(w).hasSize(4);
+    assertThat(w.get(0)).containsEntry("p99_ms", 172.0).containsEntry("slowest_ack_ms", 240.25)
+        .doesNotContainKey("sidecar_process_cpu_ms_per_record");
+    assertThat(w.get(1)).containsEntry("p99_ms", 6.0).containsEntry("slowest_ack_ms", 31.0);
     assertThat(w.get(2)).containsEntry("p99_ms", 5.0).containsEntry("slowest_ack_ms", null);
+    // the packaged process's own CPU (and its JIT's part) beside its age, to four places
+    assertThat(w.get(3)).containsEntry("p99_ms", 11.0).containsEntry("sidecar_process_cpu_ms_per_record", 0.3235)
+        .containsEntry("sidecar_process_jit_ms_per_record", 0.1451);
     assertThat(Results.windows(List.of())).isNull();
   }
 }
