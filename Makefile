@@ -64,7 +64,8 @@ demo: build
 
 # make bench         full run: 10,000 records per run, 3 runs per scenario (5-12 min, load-dependent);
 #                    writes bench/target/results.json, docs/benchmarks.md, docs/benchmarks/*.png and
-#                    docs/benchmarks/results-full.json (the committed page)
+#                    docs/benchmarks/results-full.json (the committed page), then the price of
+#                    consumer-side dedup that docs/answers.md (Q5) quotes from them (scripts/q5_price.py)
 # make bench-quick   3,000 records, one run, SeedBench --quick (2-4 min after the build); writes
 #                    bench/target/results.json and its page under bench/target/quick/, never over docs/
 # Before either, the FOR UPDATE vs CAS microbenchmark (dev.onceguard.bench.seed.SeedBench, when the
@@ -104,6 +105,7 @@ endef
 
 bench: build
 	$(call bench_recipe,full,$(BENCH_ARGS))
+	python3 scripts/q5_price.py --rewrite
 
 bench-quick: build
 	$(call bench_recipe,quick,$(BENCH_QUICK_ARGS))

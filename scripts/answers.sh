@@ -114,32 +114,10 @@ enum_rows() {
   echo
   echo "## Q5. Skip consumer-side dedup and leave it to upstream?"
   echo
-  # the price of consumer-side dedup, from the committed bench results: guard_machine against baseline
-  BENCH_JSON="$ROOT/docs/benchmarks/results-full.json"
-  q5_price() { # sentence | table
-    python3 - "$BENCH_JSON" "$1" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))["scenarios"]
-b, g = s["baseline"], s["guard_machine"]
-cpu_b = b["jvm_cpu_ms_per_record"] + b["db_cpu_ms_per_record"]
-cpu_g = g["jvm_cpu_ms_per_record"] + g["db_cpu_ms_per_record"]
-ratio, p99 = g["rec_per_s"] / b["rec_per_s"], g["p99_ms"] - b["p99_ms"]
-if sys.argv[2] == "sentence":
-    print(f"{ratio:.2f}× the plain pipeline's throughput ({g['rec_per_s']:,.0f} against {b['rec_per_s']:,.0f} records/s on one"
-          f" sidecar), {p99:+,.0f} ms of p99 record age ({g['p99_ms']:,.0f} against {b['p99_ms']:,.0f} ms at a paced rate) and"
-          f" {cpu_g - cpu_b:+.3f} ms of CPU per record (JVM and MariaDB).")
-else:
-    print("| | plain pipeline (`baseline`) | OnceGuard (`guard_machine`) | price |")
-    print("|---|---:|---:|---:|")
-    print(f"| records/s over a backlog | {b['rec_per_s']:,.0f} | {g['rec_per_s']:,.0f} | {ratio:.2f}× |")
-    print(f"| p50 / p99 record age at a paced rate, ms | {b['p50_ms']:,.0f} / {b['p99_ms']:,.0f} | {g['p50_ms']:,.0f} / {g['p99_ms']:,.0f}"
-          f" | {g['p50_ms'] - b['p50_ms']:+,.0f} / {p99:+,.0f} |")
-    print(f"| CPU ms per record: JVM + MariaDB | {b['jvm_cpu_ms_per_record']:.3f} + {b['db_cpu_ms_per_record']:.3f}"
-          f" | {g['jvm_cpu_ms_per_record']:.3f} + {g['db_cpu_ms_per_record']:.3f} | {cpu_g - cpu_b:+.3f} |")
-PY
-  }
-  q5_price_sentence() { q5_price sentence || echo "_not available: $BENCH_JSON is missing or unreadable._"; }
-  q5_price_table() { q5_price table || echo "_The bench results are missing or unreadable ($BENCH_JSON)._"; }
+  # the price of consumer-side dedup, from the committed bench results (scripts/q5_price.py; `make bench`
+  # rewrites both parts between their markers after a full run, so the page quotes the run benchmarks.md shows)
+  q5_price_sentence() { python3 "$ROOT/scripts/q5_price.py" sentence || echo "_not available: the bench results are missing or unreadable._"; }
+  q5_price_table() { python3 "$ROOT/scripts/q5_price.py" table || echo "_The bench results are missing or unreadable (docs/benchmarks/results-full.json)._"; }
   echo "**Short answer.** Leave it upstream only where a fact received twice does no harm. A producer can remove only the"
   echo "duplicates it makes, and only with a store of business keys kept longer than its latest re-run (a re-send under a new"
   echo "message id or key, a compensation 9 days late). The duplicates a consumer makes itself, by delivering records again after"
@@ -157,10 +135,6 @@ PY
   echo "had ended but whose confirm had not, and any call that failed or timed out and was tried again. Consumer-side dedup"
   echo "does not spare the business those: it tells it which deliveries to check against its own records, by \`dedup_key\`"
   echo "([design.md](design.md) §8). How many depends on how long a confirm takes, so on the machine's load."
-  echo
-  echo "The price, from the committed \`make bench\` results ([benchmarks.md](benchmarks.md), \`docs/benchmarks/results-full.json\`):"
-  echo "\`baseline\` is the pipeline of the plain consumer above, \`guard_machine\` the sidecar with L1, ledger and state"
-  echo "machine, both in the benchmark's JVM on the same broker, MariaDB and business."
   echo
   q5_price_table
   echo

@@ -174,8 +174,9 @@ public final class Bench {
     Timelines timelines = o.trace()
         ? new Timelines(o.only().isEmpty() ? LOW_PACED_RATE : o.pacedRate(), cpu.dbPid(), o.out().toAbsolutePath().resolveSibling("timelines"))
         : null;
-    try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start()) {
-      Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes(), timelines);
+    try (BenchKafka kafka = new BenchKafka(env.kafkaBootstrap()); Business business = Business.start();
+        PackagedSidecar packaged = new PackagedSidecar(cpu)) {
+      Runner runner = new Runner(o, env, kafka, business, cpu, new StepTimes(), timelines, packaged);
       // unrecorded: the JIT compiles the shared paths (Kafka, gRPC, lettuce, JDBC) before the first measured run
       List<Scenario> warm = o.only().isEmpty() ? List.of(Scenario.BASELINE, Scenario.GUARD_MACHINE, Scenario.HAND_A, Scenario.HAND_B)
           : o.only().stream().map(s -> s.machine() ? Scenario.GUARD_MACHINE : s).distinct().toList();
@@ -392,8 +393,74 @@ public final class Bench {
   /** One cell of the scale phase. */
   record ScaleCell(int instances, double rttMs, double recPerS, double p50Ms, double p99Ms) {}
 
+  /** A running packaged sidecar (process {@code pid}) and its step times, read from its admin listener. */
+  private record ProcessRun(long pid, ScrapedSteps steps, AutoCloseable stop) implements AutoCloseable {
+    @Override
+    public void close() throws Exception {
+      stop.close();
+    }
+  }
+
+  /**
+   * The packaged sidecar that serves every paced window of {@code guard_machine_process}: one
+   * process for the whole bench, as the in-process pipeline is one JVM for the whole bench, so that
+   * its later windows meet a JIT as warm as this JVM's. Started at its first window on a topic and
+   * database of its own (each window's records are new orders); closing it stops the process and
+   * drops the database.
+   */
+  private static final class PackagedSidecar implements AutoCloseable {
+    private String topic;
+    private String db;
+    private Completions done;
+    private ProcessRun run;
+    private Env env;
+
+    boolean started() {
+      return run != null;
+    }
+
+    String topic(Runner r) throws Exception {
+      if (topic == null) {
+        topic = r.kafka().createTopic("bench-paced-" + Scenario.GUARD_MACHINE_PROCESS.id.replace('_', '-'), r.o().partitions());
+      }
+      return topic;
+    }
+
+    Completions done() {
+      return done;
+    }
+
+    /** The running process, started on first use (after {@link #topic}). */
+    ProcessRun running(Runner r) throws Exception {
+      if (run == null) {
+        env = r.env();
+        db = newDatabaseName();
+        run = r.startSidecarProcess(topic(r), db, done);
+      }
+      return run;
+    }
+
+    PackagedSidecar(CpuMeter cpu) {
+      this.done = new Completions(cpu);
+    }
+
+    @Override
+    public void close() throws Exception {
+      try {
+        if (run != null) {
+          run.close();
+        }
+      } finally {
+        if (db != null) {
+          env.dropDatabase(db);
+        }
+      }
+    }
+  }
+
   /** Runs one scenario against the shared broker, business and services. */
-  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu, StepTimes steps, Timelines timelines) {
+  private record Runner(Options o, Env env, BenchKafka kafka, Business business, CpuMeter cpu, StepTimes steps, Timelines timelines,
+      PackagedSidecar packaged) {
 
     /** {@link #throughput}, recorded by JFR when {@code --jfr} asks for it. */
     Stats measured(Scenario s, int rep, String database, Workload w, int records) throws Exception {
@@ -435,45 +502,49 @@ public final class Bench {
     static final int PROCESS_WARMUP_RUNS = 6;
 
     /**
-     * Seconds of records at the paced rate that the packaged process runs after its warm-up
-     * backlog and before its window, not counted. After the backlog alone its JIT compilers still
-     * used 0.11-0.15 ms of CPU per record in the window at 2,700 rec/s, about 40% of the process's
-     * CPU (0.28-0.32 ms/rec), while this JVM, warm from the runs before, was compiling little: the
-     * paced regime (groups of a few records, calls one at a time) takes paths the backlog does not.
-     * After 15 s more at the paced rate the window's JIT share was 0.02 ms/rec. A sidecar in
-     * production runs for days on a warm JIT; the comparison with the in-process pipeline is about
-     * the deployment, not about its first minute.
+     * Seconds of records at the paced rate that the packaged process runs before each of its
+     * windows, not counted. After its warm-up backlog alone its JIT compilers still used 0.11-0.15
+     * ms of CPU per record in the window at 2,700 rec/s, about 40% of the process's CPU (0.28-0.32
+     * ms/rec), while this JVM, warm from the runs before, was compiling little: the paced regime
+     * (groups of a few records, calls one at a time) takes paths the backlog does not. After 15 s
+     * more at the paced rate the window's JIT share was 0.02 ms/rec. A sidecar in production runs
+     * for days on a warm JIT; the comparison with the in-process pipeline is about the deployment,
+     * not about its first minute.
      */
     static final int PROCESS_LEAD_SECONDS = 15;
 
     /**
-     * A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds} (the
-     * packaged process: with a paced lead-in first, see {@link #PROCESS_LEAD_SECONDS}).
+     * A warm-up backlog, then {@code rate} records a second for {@code --paced-seconds}. The
+     * packaged process is one for all its windows ({@link PackagedSidecar}), and runs a paced
+     * lead-in before each ({@link #PROCESS_LEAD_SECONDS}).
      */
     Stats paced(Scenario s, int rate) throws Exception {
-      String topic = kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
+      boolean process = s == Scenario.GUARD_MACHINE_PROCESS;
       // a sidecar process of its own starts cold: its JIT warms up on a backlog first, as the
       // in-process pipeline did on the throughput runs before. One of --records was not enough:
       // measured at 2,350 rec/s, p50 7.8 s after 10,000 records and 50-490 ms after 60,000 (its
       // JIT was still compiling; in one cold JVM four 20,000-record guarded runs went from 2,097 to
       // 3,498 rec/s, still speeding up after 65,000 records)
-      int warmup = s == Scenario.GUARD_MACHINE_PROCESS ? Math.max(o.pacedWarmup(), PROCESS_WARMUP_RUNS * o.records()) : o.pacedWarmup();
+      int warmup = process && !packaged.started() ? Math.max(o.pacedWarmup(), PROCESS_WARMUP_RUNS * o.records()) : o.pacedWarmup();
       Workload w = Workload.fresh(warmup);
+      String topic = process ? packaged.topic(this) : kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
       kafka.produce(topic, w.backlog());
-      Completions done = new Completions(cpu);
+      Completions done = process ? packaged.done() : new Completions(cpu);
       done.reset(warmup);
-      String db = s.ownDatabase() ? newDatabaseName() : null;
+      String db = s.ownDatabase() && !process ? newDatabaseName() : null;
       boolean guardedInProcess = s == Scenario.GUARD_MACHINE || s == Scenario.GUARD_NO_MACHINE;
       Completions atBusiness = guardedInProcess ? new Completions(cpu) : null;
       // in this process only: the packaged sidecar's records are not followed
-      boolean traced = timelines != null && timelines.rate == rate && s != Scenario.GUARD_MACHINE_PROCESS && s.sidecar();
+      boolean traced = timelines != null && timelines.rate == rate && !process && s.sidecar();
       Scenario tracedOk = null;
-      try (AutoCloseable consumer = start(s, topic, db, done)) {
-        ScrapedSteps processSteps = consumer instanceof ProcessRun p ? p.steps() : null;
+      // the packaged process outlives the window: the bench closes it at its end
+      ProcessRun running = process ? packaged.running(this) : null;
+      try (AutoCloseable consumer = process ? () -> { } : start(s, topic, db, done)) {
+        ScrapedSteps processSteps = running != null ? running.steps() : null;
         done.await(warmup, Duration.ofMinutes(3));
         // the paced regime itself, not counted (--paced-lead-seconds; the packaged process at least
         // PROCESS_LEAD_SECONDS)
-        int lead = rate * (s == Scenario.GUARD_MACHINE_PROCESS ? Math.max(o.pacedLeadSeconds(), PROCESS_LEAD_SECONDS) : o.pacedLeadSeconds());
+        int lead = rate * (process ? Math.max(o.pacedLeadSeconds(), PROCESS_LEAD_SECONDS) : o.pacedLeadSeconds());
         if (lead > 0) {
           done.reset(lead);
           kafka.producePaced(topic, w.paced(lead), rate);
@@ -491,10 +562,10 @@ public final class Bench {
         if (traced) {
           timelines.start();
         }
-        long[] sidecarFrom = consumer instanceof ProcessRun p ? CpuMeter.processTicks(p.pid()) : null;
+        long[] sidecarFrom = running != null ? CpuMeter.processTicks(running.pid()) : null;
         BenchKafka.Acks acks = kafka.producePaced(topic, w.paced(n), rate);
         done.await(n, Duration.ofMinutes(3));
-        long[] sidecarTo = consumer instanceof ProcessRun p ? CpuMeter.processTicks(p.pid()) : null;
+        long[] sidecarTo = running != null ? CpuMeter.processTicks(running.pid()) : null;
         tracedOk = s;
         Stats st = guardedInProcess ? done.stats().withAtBusiness(atBusiness.stats(), steps.disarm())
             : processSteps != null ? done.stats().withAtBusiness(null, processSteps.disarm()) : done.stats();
@@ -523,7 +594,7 @@ public final class Bench {
           };
         }
         case HAND_B -> HandRolled.insertIgnore(env, topic, business.target(), done, db);
-        case GUARD_MACHINE_PROCESS -> startSidecarProcess(topic, db, done);
+        case GUARD_MACHINE_PROCESS -> throw new IllegalArgumentException("the packaged process is started by PackagedSidecar");
         default -> startSidecar(s, topic, db, done);
       };
     }
@@ -532,16 +603,8 @@ public final class Bench {
       return startSidecar(env, s, topic, db, done);
     }
 
-    /** A running packaged sidecar (process {@code pid}) and its step times, read from its admin listener. */
-    private record ProcessRun(long pid, ScrapedSteps steps, AutoCloseable stop) implements AutoCloseable {
-      @Override
-      public void close() throws Exception {
-        stop.close();
-      }
-    }
-
     /** The packaged sidecar as its own process on the machine route; records end where the business receives them. */
-    private AutoCloseable startSidecarProcess(String topic, String db, Completions done) throws Exception {
+    private ProcessRun startSidecarProcess(String topic, String db, Completions done) throws Exception {
       kafka.createTopicNamed(topic + ".escalate", o.partitions()); // it refuses to start without its escalation topic
       int port = SidecarRss.freePort();
       int adminPort = SidecarRss.freePort();

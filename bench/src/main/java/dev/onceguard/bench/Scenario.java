@@ -16,8 +16,8 @@ enum Scenario {
   HAND_B("hand_b", true,
       "plain KafkaConsumer, per poll one JDBC transaction of INSERT IGNORE per record into a table keyed by the business key, business call per inserted row; COMMIT, then commitSync"),
   GUARD_MACHINE_PROCESS("guard_machine_process", true,
-      "paced only: guard_machine's route in the packaged sidecar as its own process, with the container image's JVM flags, warmed up on a"
-          + " backlog of six times --records and 15 s at the paced rate first; a record ends when the business receives it, so this benchmark JVM's garbage collection is not in"
+      "paced only: guard_machine's route in the packaged sidecar as its own process, with the container image's JVM flags, one process for all its"
+          + " paced runs, warmed up on a backlog of six times --records before its first and 15 s at the paced rate before each; a record ends when the business receives it, so this benchmark JVM's garbage collection is not in"
           + " the sidecar's figures");
 
   final String id;
