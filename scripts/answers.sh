@@ -116,8 +116,11 @@ enum_rows() {
   echo
   # the price of consumer-side dedup, from the committed bench results (scripts/q5_price.py; `make bench`
   # rewrites both parts between their markers after a full run, so the page quotes the run benchmarks.md shows)
-  q5_price_sentence() { python3 "$ROOT/scripts/q5_price.py" sentence || echo "_not available: the bench results are missing or unreadable._"; }
-  q5_price_table() { python3 "$ROOT/scripts/q5_price.py" table || echo "_The bench results are missing or unreadable (docs/benchmarks/results-full.json)._"; }
+  # without the results the markers still go in, so that the next `make bench` fills them
+  q5_price_sentence() { python3 "$ROOT/scripts/q5_price.py" sentence ||
+    echo "<!-- q5-price-sentence -->_not available: the bench results are missing or unreadable._<!-- /q5-price-sentence -->"; }
+  q5_price_table() { python3 "$ROOT/scripts/q5_price.py" table ||
+    printf '%s\n' "<!-- q5-price -->" "_The bench results are missing or unreadable (docs/benchmarks/results-full.json)._" "<!-- /q5-price -->"; }
   echo "**Short answer.** Leave it upstream only where a fact received twice does no harm. A producer can remove only the"
   echo "duplicates it makes, and only with a store of business keys kept longer than its latest re-run (a re-send under a new"
   echo "message id or key, a compensation 9 days late). The duplicates a consumer makes itself, by delivering records again after"

@@ -23,20 +23,28 @@ MARKERS = {"sentence": ("<!-- q5-price-sentence -->", "<!-- /q5-price-sentence -
 
 
 def run_of_page():
-    """'on <date> at commit `<c>`' of the page's 'Measured by' line, or None."""
+    """'of <date>, commit `<c>`' from the page's 'Measured by' line, or None."""
     try:
-        m = re.search(r"Measured by `[^`]+` on ([^`]+?) at commit `([0-9a-f]+)`", BENCH_MD.read_text(encoding="utf-8"))
+        m = re.search(r"Measured by `[^`]+` on ([^`]+?) at commit `([^`]+)`", BENCH_MD.read_text(encoding="utf-8"))
     except OSError:
         return None
     return f"of {m.group(1)}, commit `{m.group(2)}`" if m else None
 
 
+class Unreadable(Exception):
+    """The bench results or the answers page cannot be read or written."""
+
+
 def price(part):
-    s = json.loads(BENCH_JSON.read_text(encoding="utf-8"))["scenarios"]
-    b, g = s["baseline"], s["guard_machine"]
-    cpu_b = b["jvm_cpu_ms_per_record"] + b["db_cpu_ms_per_record"]
-    cpu_g = g["jvm_cpu_ms_per_record"] + g["db_cpu_ms_per_record"]
-    ratio, p99 = g["rec_per_s"] / b["rec_per_s"], g["p99_ms"] - b["p99_ms"]
+    try:
+        s = json.loads(BENCH_JSON.read_text(encoding="utf-8"))["scenarios"]
+        b, g = s["baseline"], s["guard_machine"]
+        # MariaDB's CPU is null when the database is not on the bench's machine
+        cpu_b = b["jvm_cpu_ms_per_record"] + b["db_cpu_ms_per_record"]
+        cpu_g = g["jvm_cpu_ms_per_record"] + g["db_cpu_ms_per_record"]
+        ratio, p99 = g["rec_per_s"] / b["rec_per_s"], g["p99_ms"] - b["p99_ms"]
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        raise Unreadable(f"{BENCH_JSON} is missing or lacks a figure the price needs: {e!r}") from e
     if part == "sentence":
         return (f"{ratio:.2f}× the plain pipeline's throughput ({g['rec_per_s']:,.0f} against {b['rec_per_s']:,.0f} records/s on one"
                 f" sidecar), {p99:+,.0f} ms of p99 record age ({g['p99_ms']:,.0f} against {b['p99_ms']:,.0f} ms at a paced rate) and"
@@ -63,13 +71,19 @@ def marked(part):
 
 
 def rewrite():
-    text = ANSWERS.read_text(encoding="utf-8")
+    try:
+        text = ANSWERS.read_text(encoding="utf-8")
+    except OSError as e:
+        raise Unreadable(f"cannot read {ANSWERS}: {e}") from e
     for part, (begin, end) in MARKERS.items():
         pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
         if len(pattern.findall(text)) != 1:
             sys.exit(f"q5_price: {ANSWERS} has no single {begin} … {end}: write it with `make answers` first")
         text = pattern.sub(lambda _: marked(part), text)
-    ANSWERS.write_text(text, encoding="utf-8")
+    try:
+        ANSWERS.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise Unreadable(f"cannot write {ANSWERS}: {e}") from e
     print(f"[q5_price] rewrote the Q5 price in {ANSWERS} from {BENCH_JSON}", file=sys.stderr)
 
 
@@ -81,8 +95,8 @@ def main(argv):
             print(marked(argv[0]))
         else:
             sys.exit(__doc__)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"q5_price: {BENCH_JSON} missing or unreadable: {e}", file=sys.stderr)
+    except Unreadable as e:
+        print(f"q5_price: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -57,7 +57,8 @@ public final class Bench {
    * @param trace whether the paced runs at 100 rec/s (every paced run with {@code --only}) follow each
    *     record's steps ({@link dev.onceguard.proxy.trace.RecordTimeline}) and report where the time goes
    * @param pacedLeadSeconds seconds of records at the paced rate before each paced window, not
-   *     counted (0, the default: none); the first window of an invocation meets the JIT still
+   *     counted (0, the default: none; the packaged process runs at least its own lead-in, see
+   *     {@code Runner.PROCESS_LEAD_SECONDS}); the first window of an invocation meets the JIT still
    *     compiling, which the paced line's JIT figure shows
    */
   record Options(int records, int repeats, int partitions, int pacedSeconds, int warmup, int poolSize, String command,
@@ -217,7 +218,7 @@ public final class Bench {
             if (s.paced) {
               Stats st = runner.paced(s, o.pacedRate());
               System.out.printf(Locale.ROOT, "paced %d  %-22s at %d rec/s: p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id,
-                  o.pacedRate(), st.p50(), st.p99(), st.count(), atBusiness(st) + acks(st));
+                  o.pacedRate(), st.p50(), st.p99(), st.count(), atBusiness(st) + cpuAndAcks(st));
             }
           }
         }
@@ -243,7 +244,7 @@ public final class Bench {
             Stats st = runner.paced(s, rate);
             paced.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
             System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
-                st.count(), atBusiness(st) + acks(st));
+                st.count(), atBusiness(st) + cpuAndAcks(st));
           }
         }
       }
@@ -255,10 +256,12 @@ public final class Bench {
             Stats st = runner.paced(s, LOW_PACED_RATE);
             pacedLow.computeIfAbsent(s, k -> new ArrayList<>()).add(st);
             System.out.printf(Locale.ROOT, "paced %d  %-22s p50 %7.1f ms  p99 %7.1f ms  (%d records)%s%n", rep, s.id, st.p50(), st.p99(),
-                st.count(), atBusiness(st) + acks(st));
+                st.count(), atBusiness(st) + cpuAndAcks(st));
           }
         }
       }
+      // its last window is over: the scale phase and the RSS check do not share the cores with it
+      packaged.close();
       System.out.printf(Locale.ROOT, "%nscale: the guarded pipeline at 1 and 4 instances in one group, MySQL RTT 0 and 2 ms (delaying proxy)%n");
       for (double rtt : new double[] {0, 2}) {
         for (int instances : new int[] {1, 4}) {
@@ -327,7 +330,7 @@ public final class Bench {
    * "; CPU … ms/rec (JIT …)" of this JVM, and of the packaged sidecar's process where it ran; and
    * "; acks p99/max … ms" (send to callback) for a paced run; else empty.
    */
-  static String acks(Stats st) {
+  static String cpuAndAcks(Stats st) {
     return (st.jvmCpuMsPerRecord() == null ? "" : String.format(Locale.ROOT, "; CPU %.3f ms/rec", st.jvmCpuMsPerRecord()))
         + (st.jitCpuMsPerRecord() == null ? "" : String.format(Locale.ROOT, " (JIT %.3f)", st.jitCpuMsPerRecord()))
         + (st.sidecarCpu() == null ? "" : String.format(Locale.ROOT, "; sidecar process CPU %.3f ms/rec (JIT %.3f)", st.sidecarCpu()[0],
@@ -444,15 +447,20 @@ public final class Bench {
       this.done = new Completions(cpu);
     }
 
+    /** Stops the process and drops its database; a second call does nothing. */
     @Override
     public void close() throws Exception {
+      ProcessRun r = run;
+      String d = db;
+      run = null;
+      db = null;
       try {
-        if (run != null) {
-          run.close();
+        if (r != null) {
+          r.close();
         }
       } finally {
-        if (db != null) {
-          env.dropDatabase(db);
+        if (d != null) {
+          env.dropDatabase(d);
         }
       }
     }
@@ -528,9 +536,11 @@ public final class Bench {
       int warmup = process && !packaged.started() ? Math.max(o.pacedWarmup(), PROCESS_WARMUP_RUNS * o.records()) : o.pacedWarmup();
       Workload w = Workload.fresh(warmup);
       String topic = process ? packaged.topic(this) : kafka.createTopic("bench-paced-" + s.id.replace('_', '-'), o.partitions());
-      kafka.produce(topic, w.backlog());
+      // reset before the backlog goes out: a running packaged process may end its first records
+      // while the producer still waits for their acknowledgements
       Completions done = process ? packaged.done() : new Completions(cpu);
       done.reset(warmup);
+      kafka.produce(topic, w.backlog());
       String db = s.ownDatabase() && !process ? newDatabaseName() : null;
       boolean guardedInProcess = s == Scenario.GUARD_MACHINE || s == Scenario.GUARD_NO_MACHINE;
       Completions atBusiness = guardedInProcess ? new Completions(cpu) : null;

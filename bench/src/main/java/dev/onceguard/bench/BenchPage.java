@@ -286,9 +286,13 @@ final class BenchPage {
       }
       md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, perWindow(low.of(s)), perWindow(row.pacedRuns())));
     }
-    md.append("\nCPU per record in each paced window, ms, in run order, and in parentheses the part of it the JIT compilers used (a"
-        + " window that still compiles is not warm): this JVM's (the producer, the consumer or sidecar, the business) for the in-process"
-        + " scenarios; for `guard_machine_process`, the sidecar process's alone.\n\n");
+    int lowRecords = low.rate() * o.pacedSeconds();
+    md.append(String.format(Locale.ROOT, "%nCPU per record in each paced window, ms, in run order, and in parentheses the part of it the JIT"
+        + " compilers used (a window that still compiles is not warm): this JVM's (the producer, the consumer or sidecar, the business)"
+        + " for the in-process scenarios; for `guard_machine_process`, the sidecar process's alone. Read from `/proc` in clock ticks"
+        + " (10 ms at the usual 100 a second): at %d rec/s a window's %,d records make a step of %.3f ms/rec, and a compiler thread"
+        + " that ends inside a window takes its ticks out of the JIT part, which can therefore only be understated.%n%n", low.rate(),
+        lowRecords, 10.0 / Math.max(1, lowRecords)));
     md.append("| scenario | at " + low.rate() + " rec/s | at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
     for (Scenario s : Bench.LOW_PACED) {
       Results.Row row = r.rows.get(s);

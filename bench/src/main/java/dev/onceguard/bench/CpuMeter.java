@@ -8,7 +8,8 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
- * CPU time of this JVM and of the local MariaDB server, from {@code /proc/<pid>/stat} (utime +
+ * CPU time of this JVM and of the local MariaDB server, and of another process on request
+ * ({@link #processTicks}), from {@code /proc/<pid>/stat} (utime +
  * stime, in clock ticks: 10 ms at the usual {@code CLK_TCK} of 100, so a window should hold a few
  * hundred ticks to be read to a few per cent). The server is found only when MySQL is on this
  * machine; otherwise {@link Sample#dbTicks()} is -1. Thread-safe; a sample reads two small files.

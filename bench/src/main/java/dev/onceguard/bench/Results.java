@@ -143,8 +143,11 @@ final class Results {
   }
 
   /**
-   * Each paced run's {@code {p99_ms, slowest_ack_ms}}, in run order: the slowest acknowledgement
-   * of its records (send to callback) beside the age it is part of; null without paced runs.
+   * Each paced run's {@code {p99_ms, slowest_ack_ms, jvm_cpu_ms_per_record, jit_cpu_ms_per_record}},
+   * in run order: the slowest acknowledgement of its records (send to callback) beside the age it
+   * is part of, and this JVM's CPU per record and its JIT compilers' part; for the packaged process
+   * also {@code sidecar_process_cpu_ms_per_record, sidecar_process_jit_ms_per_record}. Null
+   * without paced runs.
    */
   static List<Map<String, Object>> windows(List<Stats> runs) {
     if (runs.isEmpty()) {

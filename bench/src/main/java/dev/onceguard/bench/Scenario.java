@@ -52,7 +52,10 @@ enum Scenario {
     return this == GUARD_MACHINE || this == REPLAY || this == REDIS_DOWN_DUPLICATES || this == GUARD_MACHINE_PROCESS;
   }
 
-  /** Whether a run of this scenario needs its own database (dropped after it). */
+  /**
+   * Whether a run of this scenario needs its own database (dropped after it; the packaged
+   * process's, shared by all its paced runs, when the bench closes it).
+   */
   boolean ownDatabase() {
     return this == GUARD_MACHINE || this == GUARD_NO_MACHINE || this == HAND_B || this == GUARD_MACHINE_PROCESS;
   }

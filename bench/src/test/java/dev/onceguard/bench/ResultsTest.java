@@ -68,6 +68,8 @@ class ResultsTest {
         .doesNotContainKey("sidecar_process_cpu_ms_per_record");
     assertThat(w.get(1)).containsEntry("p99_ms", 6.0).containsEntry("slowest_ack_ms", 31.0);
     assertThat(w.get(2)).containsEntry("p99_ms", 5.0).containsEntry("slowest_ack_ms", null);
+    // this JVM's CPU in every window, null where it was not sampled
+    assertThat(w).allSatisfy(m -> assertThat(m).containsKeys("jvm_cpu_ms_per_record", "jit_cpu_ms_per_record"));
     // the packaged process's own CPU (and its JIT's part) beside its age, to four places
     assertThat(w.get(3)).containsEntry("p99_ms", 11.0).containsEntry("sidecar_process_cpu_ms_per_record", 0.3235)
         .containsEntry("sidecar_process_jit_ms_per_record", 0.1451);
