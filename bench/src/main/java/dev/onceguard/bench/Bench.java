@@ -333,8 +333,8 @@ public final class Bench {
   static String cpuAndAcks(Stats st) {
     return (st.jvmCpuMsPerRecord() == null ? "" : String.format(Locale.ROOT, "; CPU %.3f ms/rec", st.jvmCpuMsPerRecord()))
         + (st.jitCpuMsPerRecord() == null ? "" : String.format(Locale.ROOT, " (JIT %.3f)", st.jitCpuMsPerRecord()))
-        + (st.sidecarCpu() == null ? "" : String.format(Locale.ROOT, "; sidecar process CPU %.3f ms/rec (JIT %.3f)", st.sidecarCpu()[0],
-            st.sidecarCpu()[1]))
+        + (st.sidecarCpu() == null ? "" : String.format(Locale.ROOT, "; sidecar process CPU %.3f ms/rec (JIT %.3f)",
+            st.sidecarCpu().msPerRecord(), st.sidecarCpu().jitMsPerRecord()))
         + (st.acks() == null ? "" : String.format(Locale.ROOT, "; acks p99/max %.1f/%.1f ms", st.acks().p99Ms(), st.acks().maxMs()));
   }
 
@@ -513,9 +513,7 @@ public final class Bench {
      * Seconds of records at the paced rate that the packaged process runs before each of its
      * windows, not counted. After its warm-up backlog alone its JIT compilers still used 0.11-0.15
      * ms of CPU per record in the window at 2,700 rec/s, about 40% of the process's CPU (0.28-0.32
-     * ms/rec), while this JVM, warm from the runs before, was compiling little: the paced regime
-     * (groups of a few records, calls one at a time) takes paths the backlog does not. After 15 s
-     * more at the paced rate the window's JIT share was 0.02 ms/rec. A sidecar in production runs
+     * ms/rec); after 15 s more at the paced rate, 0.02 ms/rec. A sidecar in production runs
      * for days on a warm JIT; the comparison with the in-process pipeline is about the deployment,
      * not about its first minute.
      */

@@ -279,13 +279,7 @@ final class BenchPage {
         + " acknowledgements were held about that long has a p99 near the slowest of them in every scenario.%n%n", o.pacedSeconds(),
         o.pacedSeconds() * 10));
     md.append("| scenario | p99 / slowest ack at " + low.rate() + " rec/s | p99 / slowest ack at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
-    for (Scenario s : Bench.LOW_PACED) {
-      Results.Row row = r.rows.get(s);
-      if (low.of(s).isEmpty() && row.pacedRuns().isEmpty()) {
-        continue;
-      }
-      md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, perWindow(low.of(s)), perWindow(row.pacedRuns())));
-    }
+    perWindowRows(md, r, low, BenchPage::perWindow);
     int lowRecords = low.rate() * o.pacedSeconds();
     md.append(String.format(Locale.ROOT, "%nCPU per record in each paced window, ms, in run order, and in parentheses the part of it the JIT"
         + " compilers used (a window that still compiles is not warm): this JVM's (the producer, the consumer or sidecar, the business)"
@@ -294,15 +288,20 @@ final class BenchPage {
         + " that ends inside a window takes its ticks out of the JIT part, which can therefore only be understated.%n%n", low.rate(),
         lowRecords, 10.0 / Math.max(1, lowRecords)));
     md.append("| scenario | at " + low.rate() + " rec/s | at " + r.pacedRate + " rec/s |\n|---|---|---|\n");
+    perWindowRows(md, r, low, BenchPage::cpuPerWindow);
+    md.append('\n');
+    return md.toString();
+  }
+
+  /** One row per scenario paced at both rates that ran: its low-rate windows, then its half-max windows, as {@code cell} shows them. */
+  private static void perWindowRows(StringBuilder md, Results r, Results.Paced low, java.util.function.Function<List<Stats>, String> cell) {
     for (Scenario s : Bench.LOW_PACED) {
       Results.Row row = r.rows.get(s);
       if (low.of(s).isEmpty() && row.pacedRuns().isEmpty()) {
         continue;
       }
-      md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, cpuPerWindow(low.of(s)), cpuPerWindow(row.pacedRuns())));
+      md.append(String.format(Locale.ROOT, "| `%s` | %s | %s |%n", s.id, cell.apply(low.of(s)), cell.apply(row.pacedRuns())));
     }
-    md.append('\n');
-    return md.toString();
   }
 
   /** "CPU (JIT)" per record of each run, in order: the sidecar process's where it ran, else this JVM's; or a dash. */
@@ -311,7 +310,7 @@ final class BenchPage {
       return "–";
     }
     return runs.stream().map(st -> st.sidecarCpu() != null
-        ? String.format(Locale.ROOT, "%.3f (%.3f)", st.sidecarCpu()[0], st.sidecarCpu()[1])
+        ? String.format(Locale.ROOT, "%.3f (%.3f)", st.sidecarCpu().msPerRecord(), st.sidecarCpu().jitMsPerRecord())
         : Results.fmt(st.jvmCpuMsPerRecord(), 3) + " (" + Results.fmt(st.jitCpuMsPerRecord(), 3) + ")").collect(Collectors.joining(", "));
   }
 

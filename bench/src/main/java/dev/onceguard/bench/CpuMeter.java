@@ -55,15 +55,18 @@ public final class CpuMeter {
     return t < 0 ? null : new long[] {t, jitTicks(Path.of("/proc/" + pid + "/task"))};
   }
 
+  /** Another process's CPU per record over a window, in ms: all of it, and its JIT compilers' part. */
+  record ProcessCpu(double msPerRecord, double jitMsPerRecord) {}
+
   /**
-   * Milliseconds per record of CPU between two {@link #processTicks} of one process: {@code {all,
-   * of which JIT}}, or null when either is missing or there were no records.
+   * CPU per record between two {@link #processTicks} of one process, or null when either is
+   * missing or there were no records.
    */
-  double[] processMsPerRecord(long[] from, long[] to, long records) {
+  ProcessCpu processMsPerRecord(long[] from, long[] to, long records) {
     if (from == null || to == null || records <= 0) {
       return null;
     }
-    return new double[] {(to[0] - from[0]) * msPerTick / records, Math.max(0, to[1] - from[1]) * msPerTick / records};
+    return new ProcessCpu((to[0] - from[0]) * msPerTick / records, Math.max(0, to[1] - from[1]) * msPerTick / records);
   }
 
   /** Milliseconds of CPU per record between two samples; {@code null} for the database when not measured. */

@@ -161,8 +161,8 @@ final class Results {
       w.put("jvm_cpu_ms_per_record", round(st.jvmCpuMsPerRecord(), 4));
       w.put("jit_cpu_ms_per_record", round(st.jitCpuMsPerRecord(), 4));
       if (st.sidecarCpu() != null) {
-        w.put("sidecar_process_cpu_ms_per_record", round(st.sidecarCpu()[0], 4));
-        w.put("sidecar_process_jit_ms_per_record", round(st.sidecarCpu()[1], 4));
+        w.put("sidecar_process_cpu_ms_per_record", round(st.sidecarCpu().msPerRecord(), 4));
+        w.put("sidecar_process_jit_ms_per_record", round(st.sidecarCpu().jitMsPerRecord(), 4));
       }
       out.add(w);
     }

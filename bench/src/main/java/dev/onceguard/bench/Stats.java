@@ -18,12 +18,12 @@ package dev.onceguard.bench;
  * @param acks for a paced run, how long its records waited for their acknowledgement, send to
  *     callback (in every scenario's age, whatever consumes them); else null
  * @param sidecarCpu for a paced run of the packaged sidecar, its process's CPU per record over the
- *     window, {all, of which its JIT compilers'} in ms; else null
+ *     window; else null
  */
 record Stats(int count, double throughput, double p50, double p99, Double jvmCpuMsPerRecord, Double jitCpuMsPerRecord,
     Double dbCpuMsPerRecord,
     double[] agesMs, java.util.Map<String, Integer> answeredBy, Stats atBusiness, java.util.Map<String, double[]> steps,
-    BenchKafka.Acks acks, double[] sidecarCpu) {
+    BenchKafka.Acks acks, CpuMeter.ProcessCpu sidecarCpu) {
   /** The p50 age at the business of a guarded in-process paced run, else null. */
   Double businessP50() {
     return atBusiness == null ? null : atBusiness.p50();
@@ -44,7 +44,7 @@ record Stats(int count, double throughput, double p50, double p99, Double jvmCpu
         steps, a, sidecarCpu);
   }
 
-  Stats withSidecarCpu(double[] msPerRecord) {
+  Stats withSidecarCpu(CpuMeter.ProcessCpu msPerRecord) {
     return new Stats(count, throughput, p50, p99, jvmCpuMsPerRecord, jitCpuMsPerRecord, dbCpuMsPerRecord, agesMs, answeredBy, atBusiness,
         steps, acks, msPerRecord);
   }

@@ -36,15 +36,15 @@ class CpuMeterTest {
   @Test
   void processMsPerRecord_isTheTicksBetweenTwoSamplesPerRecord_jitNeverBelowZero() {
     CpuMeter cpu = CpuMeter.forDatabaseAt("db.example");
-    double msPerTick = cpu.processMsPerRecord(new long[] {0, 0}, new long[] {1, 0}, 1)[0];
+    double msPerTick = cpu.processMsPerRecord(new long[] {0, 0}, new long[] {1, 0}, 1).msPerRecord();
 
-    double[] perRecord = cpu.processMsPerRecord(new long[] {100, 40}, new long[] {300, 60}, 1000);
+    CpuMeter.ProcessCpu perRecord = cpu.processMsPerRecord(new long[] {100, 40}, new long[] {300, 60}, 1000);
     // a compiler thread retired inside the window takes its ticks out of the sum
-    double[] retired = cpu.processMsPerRecord(new long[] {100, 40}, new long[] {300, 30}, 1000);
+    CpuMeter.ProcessCpu retired = cpu.processMsPerRecord(new long[] {100, 40}, new long[] {300, 30}, 1000);
 
     assertThat(msPerTick).isPositive();
-    assertThat(perRecord[0]).isEqualTo(200 * msPerTick / 1000);
-    assertThat(perRecord[1]).isEqualTo(20 * msPerTick / 1000);
-    assertThat(retired[1]).isZero();
+    assertThat(perRecord.msPerRecord()).isEqualTo(200 * msPerTick / 1000);
+    assertThat(perRecord.jitMsPerRecord()).isEqualTo(20 * msPerTick / 1000);
+    assertThat(retired.jitMsPerRecord()).isZero();
   }
 }

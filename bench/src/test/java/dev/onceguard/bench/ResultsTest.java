@@ -59,7 +59,7 @@ class ResultsTest {
     Stats slow = aged(3, 172).withAcks(new BenchKafka.Acks(120.5, 240.25));
     Stats quiet = aged(2, 6).withAcks(new BenchKafka.Acks(2.0, 31.0));
 
-    Stats process = aged(4, 11).withSidecarCpu(new double[] {0.32349, 0.14512});
+    Stats process = aged(4, 11).withSidecarCpu(new CpuMeter.ProcessCpu(0.32349, 0.14512));
 
     List<Map<String, Object>> w = Results.windows(List.of(slow, quiet, aged(2, 5), process));
 
